@@ -1,0 +1,75 @@
+//! `_meta` objects: free-form metadata, plus the typed per-request `_meta` of 2026-07-28.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::capabilities::ClientCapabilities;
+use crate::jsonrpc::ProgressToken;
+use crate::lifecycle::Implementation;
+use crate::logging::LoggingLevel;
+
+/// A free-form `_meta` object.
+pub type Meta = Map<String, Value>;
+
+/// `io.modelcontextprotocol/protocolVersion`.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `io.modelcontextprotocol/clientCapabilities`.
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `io.modelcontextprotocol/clientInfo`.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `io.modelcontextprotocol/logLevel`.
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `io.modelcontextprotocol/serverInfo` (on results).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `io.modelcontextprotocol/subscriptionId` (on listen-stream notifications).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The `_meta` of a request's params.
+///
+/// In 2026-07-28 every request carries the protocol version and client capabilities here; in
+/// the handshake era only `progressToken` is defined. Other keys are kept in `other`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RequestMeta {
+    /// The token progress notifications for this request refer to.
+    #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
+    pub progress_token: Option<ProgressToken>,
+    /// The revision this request speaks (2026-07-28, required).
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The client's capabilities for this request (2026-07-28, required).
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default, skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<ClientCapabilities>,
+    /// Who the client says it is (2026-07-28, should).
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", default, skip_serializing_if = "Option::is_none")]
+    pub client_info: Option<Implementation>,
+    /// The minimum log level the client wants for this request (2026-07-28, opt-in).
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<LoggingLevel>,
+    /// Any other key, kept verbatim.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl RequestMeta {
+    /// An empty `_meta`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the progress token.
+    pub fn with_progress_token(mut self, token: impl Into<ProgressToken>) -> Self {
+        self.progress_token = Some(token.into());
+        self
+    }
+
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.progress_token.is_none()
+            && self.protocol_version.is_none()
+            && self.client_capabilities.is_none()
+            && self.client_info.is_none()
+            && self.log_level.is_none()
+            && self.other.is_empty()
+    }
+}
