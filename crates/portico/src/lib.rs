@@ -1,0 +1,6 @@
+//! Portico: the Model Context Protocol for Rust.
+#![deny(missing_docs)]
+
+pub use portico_schema as schema;
+
+pub mod transport;
