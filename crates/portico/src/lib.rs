@@ -3,4 +3,9 @@
 
 pub use portico_schema as schema;
 
+mod error;
+#[allow(dead_code)]
+mod rpc;
 pub mod transport;
+
+pub use error::{Error, ErrorKind, Result};

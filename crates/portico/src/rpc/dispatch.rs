@@ -1,0 +1,315 @@
+//! The receiving side: reader, dispatcher and writer tasks of one connection.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificationParams, RequestId, methods};
+use serde_json::value::RawValue;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{Instrument, debug, warn};
+
+use super::envelope::{self, Frame, Incoming, Invalid};
+use super::peer::lock;
+use super::{IncomingRequest, Peer, RpcConfig, Service};
+use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
+
+/// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
+type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+
+/// Starts the tasks of one connection and returns its sending handle.
+///
+/// The connection ends when the peer closes its side (in-flight requests still finish and
+/// their responses are written), when the transport fails, or when `Peer::close` is called.
+pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, config: RpcConfig) -> Peer {
+    let (reader, writer) = transport.split();
+    let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
+    let (in_tx, in_rx) = mpsc::channel(config.read_ahead);
+    let peer = Peer::new(out_tx);
+    let span = tracing::debug_span!("mcp.connection", name = config.name);
+    let tasks = TaskTracker::new();
+    let stop_reading = CancellationToken::new();
+    tokio::spawn(read_loop(reader, in_tx, stop_reading.clone()).instrument(span.clone()));
+    let writer_done = CancellationToken::new();
+    tokio::spawn(write_loop(writer, out_rx, peer.clone(), writer_done.clone()).instrument(span.clone()));
+    let dispatcher = Dispatcher {
+        service,
+        peer: peer.clone(),
+        sem: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+        in_flight: Arc::new(Mutex::new(HashMap::new())),
+        tasks,
+        max_queued: config.max_queued,
+    };
+    tokio::spawn(dispatcher.run(in_rx, stop_reading, writer_done).instrument(span));
+    peer
+}
+
+async fn read_loop<R: FrameReader>(mut reader: R, tx: mpsc::Sender<Result<Bytes, ReadError>>, stop: CancellationToken) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            item = reader.read_frame() => item,
+        };
+        match item {
+            Ok(Some(frame)) => {
+                if tx.send(Ok(frame)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(None) => return,
+            Err(e) => {
+                let fatal = !e.is_recoverable();
+                if tx.send(Err(e)).await.is_err() || fatal {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn write_loop<W: FrameWriter>(mut writer: W, mut rx: mpsc::Receiver<Vec<u8>>, peer: Peer, done: CancellationToken) {
+    let result: std::io::Result<()> = async {
+        while let Some(first) = rx.recv().await {
+            writer.write_frame(&first).await?;
+            // Coalesce: write whatever else is queued, flush once the queue is empty.
+            while let Ok(next) = rx.try_recv() {
+                writer.write_frame(&next).await?;
+            }
+            writer.flush().await?;
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = &result {
+        debug!(error = %e, "write failed; closing the connection");
+        peer.close("the transport failed while writing");
+    }
+    let _ = writer.close().await;
+    done.cancel();
+}
+
+struct Dispatcher<S> {
+    service: Arc<S>,
+    peer: Peer,
+    sem: Arc<Semaphore>,
+    in_flight: InFlight,
+    tasks: TaskTracker,
+    max_queued: usize,
+}
+
+/// A request admitted but waiting for a free slot.
+struct Queued {
+    id: RequestId,
+    method: Box<str>,
+    params: Option<Box<RawValue>>,
+}
+
+impl<S: Service> Dispatcher<S> {
+    async fn run(self, mut rx: mpsc::Receiver<Result<Bytes, ReadError>>, stop_reading: CancellationToken, writer_done: CancellationToken) {
+        let mut queue: VecDeque<Queued> = VecDeque::new();
+        let reason = loop {
+            let can_read = queue.len() < self.max_queued;
+            tokio::select! {
+                biased;
+                _ = self.peer.closed_token().cancelled() => break "closed locally",
+                permit = self.sem.clone().acquire_owned(), if !queue.is_empty() => {
+                    let Ok(permit) = permit else { break "shutting down" };
+                    if let Some(q) = queue.pop_front() {
+                        self.spawn(q, permit);
+                    }
+                }
+                item = rx.recv(), if can_read => match item {
+                    None => break "the peer closed the connection",
+                    Some(Err(ReadError::TooLarge { limit })) => {
+                        warn!(limit, "oversized message skipped");
+                        let err = ErrorObject::invalid_request(format!("message exceeds the {limit}-byte limit"));
+                        let _ = self.peer.send_raw(envelope::encode_error(None, &err)).await;
+                    }
+                    Some(Err(e)) => {
+                        debug!(error = %e, "transport read failed");
+                        break "the transport failed while reading";
+                    }
+                    Some(Ok(frame)) => self.on_frame(&frame, &mut queue).await,
+                },
+            }
+        };
+        debug!(reason, "connection reading ended");
+        stop_reading.cancel();
+        // Requests already admitted still run and answer, unless the connection was closed.
+        if !self.peer.is_closed() {
+            while let Some(q) = queue.pop_front() {
+                let Ok(permit) = self.sem.clone().acquire_owned().await else { break };
+                self.spawn(q, permit);
+            }
+        }
+        self.tasks.close();
+        tokio::select! {
+            _ = self.tasks.wait() => {}
+            _ = self.peer.closed_token().cancelled() => {}
+        }
+        for (_, token) in lock(&self.in_flight).drain() {
+            token.cancel();
+        }
+        self.peer.close(reason);
+        self.service.closed();
+        // Let the writer drain what handlers queued; the queue's senders are gone with the tasks.
+        drop(self);
+        writer_done.cancelled().await;
+    }
+
+    async fn on_frame(&self, frame: &[u8], queue: &mut VecDeque<Queued>) {
+        match envelope::decode(frame) {
+            Frame::Single(msg) => self.on_message(msg, queue).await,
+            Frame::Batch(items) => {
+                if !self.service.accepts_batches() {
+                    let err = ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision");
+                    let _ = self.peer.send_raw(envelope::encode_error(None, &err)).await;
+                    return;
+                }
+                self.on_batch(items).await;
+            }
+        }
+    }
+
+    async fn on_message(&self, msg: Result<Incoming<'_>, Invalid>, queue: &mut VecDeque<Queued>) {
+        match msg {
+            Err(Invalid { id, error }) => {
+                debug!(code = error.code.0, message = %error.message, "invalid message");
+                let _ = self.peer.send_raw(envelope::encode_error(id.as_ref(), &error)).await;
+            }
+            Ok(Incoming::Response { id, outcome }) => {
+                if !self.peer.complete(&id, outcome) {
+                    debug!(%id, "response to an unknown or finished request ignored");
+                }
+            }
+            Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
+            Ok(Incoming::Request { id, method, params }) => {
+                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                match self.sem.clone().try_acquire_owned() {
+                    Ok(permit) if queue.is_empty() => self.spawn(q, permit),
+                    Ok(permit) => {
+                        // Keep arrival order: the oldest waiting request goes first.
+                        queue.push_back(q);
+                        if let Some(first) = queue.pop_front() {
+                            self.spawn(first, permit);
+                        }
+                    }
+                    Err(_) => queue.push_back(q),
+                }
+            }
+        }
+    }
+
+    fn on_notification(&self, method: &str, params: Option<&RawValue>) {
+        match method {
+            methods::NOTIFICATION_CANCELLED => {
+                let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok()) else {
+                    debug!("malformed notifications/cancelled ignored");
+                    return;
+                };
+                if let Some(id) = &p.request_id
+                    && let Some(token) = lock(&self.in_flight).remove(id)
+                {
+                    debug!(%id, "request cancelled by the peer");
+                    token.cancel();
+                }
+                self.service.notify(method, params, &self.peer);
+            }
+            methods::NOTIFICATION_PROGRESS => {
+                match params.and_then(|p| serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()) {
+                    Some(p) => {
+                        if !self.peer.progress(p) {
+                            debug!("progress for an unknown token ignored");
+                        }
+                    }
+                    None => debug!("malformed notifications/progress ignored"),
+                }
+            }
+            _ => self.service.notify(method, params, &self.peer),
+        }
+    }
+
+    fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
+        let token = self.peer.closed_token().child_token();
+        lock(&self.in_flight).insert(q.id.clone(), token.clone());
+        let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
+        self.tasks.spawn(async move {
+            if let Some(bytes) = fut.await {
+                // The response waits for queue space; the permit is held until then, which is
+                // the backpressure on a peer that does not read its responses.
+                // (`send_raw` fails only when the connection is closed.)
+                let _ = bytes.0.send_raw(bytes.1).await;
+            }
+            drop(permit);
+        });
+    }
+
+    async fn on_batch(&self, items: Vec<&RawValue>) {
+        // Batches (2025-03-26) are answered with one array once every request has finished.
+        let mut futures = Vec::new();
+        for raw in items {
+            match envelope::decode_one(raw.get()) {
+                Err(Invalid { id, error }) => {
+                    let bytes = envelope::encode_error(id.as_ref(), &error);
+                    futures.push(async move { Some(bytes) }.boxed());
+                }
+                Ok(Incoming::Response { id, outcome }) => {
+                    self.peer.complete(&id, outcome);
+                }
+                Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
+                Ok(Incoming::Request { id, method, params }) => {
+                    let token = self.peer.closed_token().child_token();
+                    lock(&self.in_flight).insert(id.clone(), token.clone());
+                    let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                    let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
+                    futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
+                }
+            }
+        }
+        if futures.is_empty() {
+            return;
+        }
+        let Ok(permit) = self.sem.clone().acquire_owned().await else { return };
+        let peer = self.peer.clone();
+        self.tasks.spawn(async move {
+            let replies: Vec<Vec<u8>> = futures_util::future::join_all(futures).await.into_iter().flatten().collect();
+            if !replies.is_empty() {
+                let _ = peer.send_raw(envelope::encode_batch(&replies)).await;
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Runs one request to its encoded response; `None` when it was cancelled (no response).
+async fn run_request<S: Service>(
+    service: Arc<S>,
+    peer: Peer,
+    in_flight: InFlight,
+    q: Queued,
+    token: CancellationToken,
+) -> Option<(Peer, Vec<u8>)> {
+    let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
+    let id = q.id.clone();
+    let request = IncomingRequest { id: q.id, method: q.method, params: q.params, cancel: token.clone() };
+    let call = service.call(request, peer.clone());
+    let outcome = tokio::select! {
+        biased;
+        _ = token.cancelled() => None,
+        reply = std::panic::AssertUnwindSafe(call).catch_unwind().instrument(span) => Some(reply),
+    };
+    lock(&in_flight).remove(&id);
+    let bytes = match outcome? {
+        Ok(Ok(result)) => envelope::encode_result(&id, &result),
+        Ok(Err(error)) => envelope::encode_error(Some(&id), &error),
+        Err(_) => {
+            warn!(%id, "request handler panicked");
+            envelope::encode_error(Some(&id), &ErrorObject::internal_error("the handler failed"))
+        }
+    };
+    Some((peer, bytes))
+}

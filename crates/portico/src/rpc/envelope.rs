@@ -1,0 +1,323 @@
+//! Decoding incoming messages without building a `serde_json::Value`, and encoding outgoing
+//! ones straight into bytes.
+
+use std::borrow::Cow;
+use std::io::Write as _;
+
+use bytes::Bytes;
+use portico_schema::{ErrorObject, RequestId};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// One decoded message, borrowing from the frame.
+#[derive(Debug)]
+pub(crate) enum Incoming<'a> {
+    Request { id: RequestId, method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Notification { method: Cow<'a, str>, params: Option<&'a RawValue> },
+    Response { id: RequestId, outcome: Result<&'a RawValue, ErrorObject> },
+}
+
+/// Why a frame is not a usable message; carries the id when one could be read.
+#[derive(Debug)]
+pub(crate) struct Invalid {
+    pub(crate) id: Option<RequestId>,
+    pub(crate) error: ErrorObject,
+}
+
+/// The `id` member: absent, `null`, or a valid id (anything else is an invalid request).
+#[derive(Debug, Default)]
+enum IdField {
+    #[default]
+    Absent,
+    Null,
+    Valid(RequestId),
+    Bad,
+}
+
+struct Envelope<'a> {
+    jsonrpc_ok: Option<bool>,
+    id: IdField,
+    method: Option<Cow<'a, str>>,
+    params: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Envelope<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON-RPC message object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'a>, A::Error> {
+                let mut env = Envelope {
+                    jsonrpc_ok: None,
+                    id: IdField::Absent,
+                    method: None,
+                    params: None,
+                    result: None,
+                    error: None,
+                };
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "jsonrpc" => {
+                            let v: &RawValue = map.next_value()?;
+                            env.jsonrpc_ok = Some(v.get() == "\"2.0\"");
+                        }
+                        "id" => {
+                            let v: &RawValue = map.next_value()?;
+                            env.id = match v.get() {
+                                "null" => IdField::Null,
+                                raw => match serde_json::from_str::<RequestId>(raw) {
+                                    Ok(id) => IdField::Valid(id),
+                                    Err(_) => IdField::Bad,
+                                },
+                            };
+                        }
+                        "method" => env.method = Some(map.next_value::<MethodStr<'a>>()?.0),
+                        "params" => env.params = Some(map.next_value()?),
+                        "result" => env.result = Some(map.next_value()?),
+                        "error" => env.error = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(env)
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A method name; a non-string is reported as an invalid request, not a parse error.
+struct MethodStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for MethodStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw: &'de RawValue = Deserialize::deserialize(d)?;
+        match serde_json::from_str::<Cow<'de, str>>(raw.get()) {
+            Ok(s) => Ok(MethodStr(s)),
+            // An escaped string cannot borrow; decode it owned.
+            Err(_) => match serde_json::from_str::<String>(raw.get()) {
+                Ok(s) => Ok(MethodStr(Cow::Owned(s))),
+                Err(_) => Err(de::Error::custom("method must be a string")),
+            },
+        }
+    }
+}
+
+/// What a frame holds: one message, or a batch (a JSON array) to decode element by element.
+pub(crate) enum Frame<'a> {
+    Single(Result<Incoming<'a>, Invalid>),
+    Batch(Vec<&'a RawValue>),
+}
+
+/// Decodes one frame.
+pub(crate) fn decode(frame: &[u8]) -> Frame<'_> {
+    let Ok(text) = std::str::from_utf8(frame) else {
+        return Frame::Single(Err(Invalid { id: None, error: ErrorObject::parse_error("message is not UTF-8") }));
+    };
+    let first = text.trim_start().as_bytes().first().copied();
+    if first == Some(b'[') {
+        return match serde_json::from_str::<Vec<&RawValue>>(text) {
+            Ok(items) => Frame::Batch(items),
+            Err(e) => Frame::Single(Err(Invalid { id: None, error: ErrorObject::parse_error(format!("invalid JSON: {e}")) })),
+        };
+    }
+    Frame::Single(decode_one(text))
+}
+
+/// Decodes one message (an element of a batch, or a whole frame).
+pub(crate) fn decode_one(text: &str) -> Result<Incoming<'_>, Invalid> {
+    let env: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            return Err(Invalid { id: None, error: ErrorObject::parse_error(format!("invalid JSON: {e}")) });
+        }
+        Err(e) => {
+            return Err(Invalid { id: None, error: ErrorObject::invalid_request(format!("not a JSON-RPC message: {e}")) });
+        }
+    };
+    let id = match env.id {
+        IdField::Valid(id) => Some(id),
+        IdField::Absent => None,
+        IdField::Null | IdField::Bad => {
+            return Err(Invalid { id: None, error: ErrorObject::invalid_request("id must be a string or an integer") });
+        }
+    };
+    if env.jsonrpc_ok != Some(true) {
+        return Err(Invalid { id, error: ErrorObject::invalid_request("jsonrpc must be \"2.0\"") });
+    }
+    match (env.method, id) {
+        (Some(method), Some(id)) => Ok(Incoming::Request { id, method, params: env.params }),
+        (Some(method), None) => Ok(Incoming::Notification { method, params: env.params }),
+        (None, Some(id)) => match (env.result, env.error) {
+            (Some(result), None) => Ok(Incoming::Response { id, outcome: Ok(result) }),
+            (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
+                Ok(error) => Ok(Incoming::Response { id, outcome: Err(error) }),
+                Err(_) => Err(Invalid { id: Some(id), error: ErrorObject::invalid_request("malformed error object") }),
+            },
+            _ => Err(Invalid { id: Some(id), error: ErrorObject::invalid_request("a response has exactly one of result and error") }),
+        },
+        (None, None) => Err(Invalid { id: None, error: ErrorObject::invalid_request("message has neither method nor id") }),
+    }
+}
+
+fn push_id(out: &mut Vec<u8>, id: &RequestId) {
+    match id {
+        RequestId::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        RequestId::String(s) => {
+            // Strings need escaping; serde_json writes them correctly.
+            let _ = serde_json::to_writer(&mut *out, &**s);
+        }
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}` around an already serialized result.
+pub(crate) fn encode_result(id: &RequestId, result: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(result.len() + 40);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    push_id(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(result);
+    out.push(b'}');
+    out
+}
+
+/// An error response; without an id when the request's id could not be read.
+pub(crate) fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","#);
+    if let Some(id) = id {
+        out.extend_from_slice(br#""id":"#);
+        push_id(&mut out, id);
+        out.push(b',');
+    }
+    out.extend_from_slice(br#""error":"#);
+    if serde_json::to_writer(&mut out, error).is_err() {
+        out.extend_from_slice(br#"{"code":-32603,"message":"unserializable error"}"#);
+    }
+    out.push(b'}');
+    out
+}
+
+/// A request with typed params.
+pub(crate) fn encode_request<P: Serialize + ?Sized>(id: &RequestId, method: &str, params: Option<&P>) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    push_id(&mut out, id);
+    out.extend_from_slice(br#","method":"#);
+    serde_json::to_writer(&mut out, method)?;
+    if let Some(p) = params {
+        out.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut out, p)?;
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+/// A notification with typed params.
+pub(crate) fn encode_notification<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(128);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    serde_json::to_writer(&mut out, method)?;
+    if let Some(p) = params {
+        out.extend_from_slice(br#","params":"#);
+        serde_json::to_writer(&mut out, p)?;
+    }
+    out.push(b'}');
+    Ok(out)
+}
+
+/// Joins encoded messages into one batch array.
+pub(crate) fn encode_batch(items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(items.iter().map(|i| i.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(item);
+    }
+    out.push(b']');
+    out
+}
+
+/// A serialized result, cheap to clone (cached results are shared, not re-encoded).
+pub(crate) type ResultBytes = Bytes;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(s: &str) -> Result<Incoming<'_>, Invalid> {
+        match decode(s.as_bytes()) {
+            Frame::Single(r) => r,
+            Frame::Batch(_) => panic!("unexpected batch"),
+        }
+    }
+
+    #[test]
+    fn classifies_messages() {
+        assert!(matches!(one(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(Incoming::Request { .. })));
+        assert!(matches!(one(r#"{"jsonrpc":"2.0","method":"n","params":{}}"#), Ok(Incoming::Notification { .. })));
+        assert!(matches!(one(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#), Ok(Incoming::Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}"#),
+            Ok(Incoming::Response { outcome: Err(_), .. })
+        ));
+    }
+
+    #[test]
+    fn escaped_method_names_decode() {
+        match one(r#"{"jsonrpc":"2.0","id":1,"method":"tools\/list"}"#) {
+            Ok(Incoming::Request { method, .. }) => assert_eq!(method, "tools/list"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_input_maps_to_the_right_codes() {
+        let code = |s: &str| one(s).err().map(|e| e.error.code.0);
+        assert_eq!(code("{not json"), Some(-32700));
+        assert_eq!(code(""), Some(-32700));
+        assert_eq!(code("42"), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#), Some(-32600));
+        assert_eq!(code(r#"{"id":1,"method":"x"}"#), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"2.0"}"#), Some(-32600));
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#), Some(-32600));
+        // The id is echoed when it could be read.
+        assert_eq!(one(r#"{"jsonrpc":"1.0","id":9,"method":"x"}"#).err().and_then(|e| e.id), Some(RequestId::Number(9)));
+    }
+
+    #[test]
+    fn batches_are_split() {
+        match decode(br#"[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}]"#) {
+            Frame::Batch(items) => assert_eq!(items.len(), 2),
+            Frame::Single(_) => panic!("expected a batch"),
+        }
+    }
+
+    #[test]
+    fn encodes_compact_messages() {
+        let id = RequestId::from("x\"y");
+        let r = encode_result(&id, br#"{"a":1}"#);
+        let v: serde_json::Value = serde_json::from_slice(&r).expect("valid json");
+        assert_eq!(v["id"], "x\"y");
+        assert_eq!(v["result"]["a"], 1);
+        let e = encode_error(None, &ErrorObject::parse_error("bad"));
+        let v: serde_json::Value = serde_json::from_slice(&e).expect("valid json");
+        assert!(v.get("id").is_none());
+        assert_eq!(v["error"]["code"], -32700);
+        assert!(!r.contains(&b'\n'));
+    }
+}

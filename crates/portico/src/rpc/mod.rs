@@ -1,0 +1,77 @@
+//! The private JSON-RPC engine shared by client and server: correlation of requests and
+//! responses, concurrent dispatch with a bound, cancellation, progress and timeouts.
+//!
+//! Data flows one way: a reader task pulls frames from the transport, a dispatcher decodes them
+//! and routes responses to waiting callers and requests to the [`Service`] (each in its own
+//! task), and a writer task drains one outgoing queue, flushing only when it is empty.
+
+mod dispatch;
+pub(crate) mod envelope;
+mod peer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use portico_schema::{ErrorObject, RequestId};
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use dispatch::start;
+pub(crate) use envelope::ResultBytes;
+pub(crate) use peer::{Peer, ProgressSink, RequestOptions};
+
+/// Limits of one connection.
+#[derive(Debug, Clone)]
+pub(crate) struct RpcConfig {
+    /// Requests from the peer handled at the same time.
+    pub max_in_flight: usize,
+    /// Requests from the peer admitted but waiting for a slot; beyond this, reading pauses.
+    pub max_queued: usize,
+    /// Outgoing messages buffered before senders wait.
+    pub outgoing_capacity: usize,
+    /// Incoming frames read ahead of the dispatcher.
+    pub read_ahead: usize,
+    /// Name for logs.
+    pub name: &'static str,
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        RpcConfig { max_in_flight: 256, max_queued: 1024, outgoing_capacity: 1024, read_ahead: 256, name: "mcp" }
+    }
+}
+
+/// An incoming request, owned so its handler can run in its own task.
+#[derive(Debug)]
+pub(crate) struct IncomingRequest {
+    pub id: RequestId,
+    pub method: Box<str>,
+    pub params: Option<Box<RawValue>>,
+    /// Cancelled by `notifications/cancelled` or when the connection closes.
+    pub cancel: CancellationToken,
+}
+
+/// What a request handler produces: a serialized result, or a wire error.
+pub(crate) type Reply = Result<ResultBytes, ErrorObject>;
+
+/// The protocol side of a connection (server era logic, or client handlers).
+pub(crate) trait Service: Send + Sync + 'static {
+    /// Handles one request. The future is dropped if the request is cancelled.
+    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply>;
+    /// Handles a notification other than `notifications/cancelled` and `notifications/progress`
+    /// (which the engine routes itself). Must not block.
+    fn notify(&self, method: &str, params: Option<&RawValue>, peer: &Peer);
+    /// True when JSON-RPC batches are accepted now (revision 2025-03-26).
+    fn accepts_batches(&self) -> bool {
+        false
+    }
+    /// Called once when the connection has closed.
+    fn closed(&self) {}
+}
+
+/// Default timeouts of outgoing requests.
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests;

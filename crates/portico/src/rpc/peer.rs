@@ -1,0 +1,287 @@
+//! The sending side: outgoing requests and notifications, correlation, timeouts, progress.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificationParams, ProgressToken, RequestId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::envelope;
+use crate::error::{Error, ErrorKind};
+
+/// Receives `notifications/progress` for one outgoing request.
+pub(crate) type ProgressSink = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync>;
+
+/// Options of one outgoing request.
+#[derive(Clone)]
+pub(crate) struct RequestOptions {
+    /// Time allowed without an answer (reset by progress when `reset_on_progress`).
+    pub timeout: Duration,
+    /// Hard limit, never reset.
+    pub max_total: Option<Duration>,
+    pub reset_on_progress: bool,
+    /// The token put in `_meta.progressToken` by the caller, and where its notifications go.
+    pub progress: Option<(ProgressToken, ProgressSink)>,
+    /// Cancels the request from outside (sends `notifications/cancelled`).
+    pub cancel: Option<CancellationToken>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            timeout: super::DEFAULT_REQUEST_TIMEOUT,
+            max_total: None,
+            reset_on_progress: true,
+            progress: None,
+            cancel: None,
+        }
+    }
+}
+
+type Outcome = Result<Box<RawValue>, ErrorObject>;
+
+struct Pending {
+    tx: oneshot::Sender<Outcome>,
+    /// Bumped on progress, so the waiter can extend its deadline.
+    progress_seen: Option<Arc<tokio::sync::Notify>>,
+}
+
+pub(crate) struct PeerShared {
+    out: mpsc::Sender<Vec<u8>>,
+    pending: Mutex<HashMap<RequestId, Pending>>,
+    progress: Mutex<HashMap<ProgressToken, (ProgressSink, RequestId)>>,
+    next_id: AtomicI64,
+    /// Cancelled when the connection is closed, for whatever reason.
+    pub(crate) closed: CancellationToken,
+    close_reason: Mutex<Option<String>>,
+}
+
+/// A cheap handle to one connection's sending side.
+#[derive(Clone)]
+pub(crate) struct Peer {
+    shared: Arc<PeerShared>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer").field("closed", &self.shared.closed.is_cancelled()).finish()
+    }
+}
+
+impl Peer {
+    pub(crate) fn new(out: mpsc::Sender<Vec<u8>>) -> Self {
+        Peer {
+            shared: Arc::new(PeerShared {
+                out,
+                pending: Mutex::new(HashMap::new()),
+                progress: Mutex::new(HashMap::new()),
+                next_id: AtomicI64::new(1),
+                closed: CancellationToken::new(),
+                close_reason: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The token cancelled when the connection closes.
+    pub(crate) fn closed_token(&self) -> &CancellationToken {
+        &self.shared.closed
+    }
+
+    /// True once the connection is closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.closed.is_cancelled()
+    }
+
+    /// Waits until the connection is closed.
+    pub(crate) async fn closed(&self) {
+        self.shared.closed.cancelled().await
+    }
+
+    fn closed_error(&self) -> Error {
+        let reason = lock(&self.shared.close_reason).clone();
+        Error::closed(reason.unwrap_or_else(|| "connection closed".to_owned()))
+    }
+
+    /// Queues an encoded message.
+    pub(crate) async fn send_raw(&self, bytes: Vec<u8>) -> Result<(), Error> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        self.shared.out.send(bytes).await.map_err(|_| self.closed_error())
+    }
+
+    /// Queues an encoded message without waiting; drops it when the queue is full.
+    pub(crate) fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
+        self.shared.out.try_send(bytes).is_ok()
+    }
+
+    /// Sends a notification.
+    pub(crate) async fn notify<P: Serialize + ?Sized>(&self, method: &str, params: Option<&P>) -> Result<(), Error> {
+        let bytes = envelope::encode_notification(method, params)
+            .map_err(|e| Error::local(format!("cannot serialize {method} params")).with_source(e))?;
+        self.send_raw(bytes).await
+    }
+
+    /// Sends a request and waits for its result.
+    ///
+    /// # Cancel safety
+    /// Dropping the future cancels the request: it is forgotten and `notifications/cancelled`
+    /// is sent to the peer.
+    pub(crate) async fn request<P, R>(&self, method: &str, params: Option<&P>, options: RequestOptions) -> Result<R, Error>
+    where
+        P: Serialize + ?Sized,
+        R: DeserializeOwned,
+    {
+        let raw = self.request_raw(method, params, options).await?;
+        serde_json::from_str(raw.get())
+            .map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
+    }
+
+    /// Sends a request and returns the raw result.
+    pub(crate) async fn request_raw<P>(&self, method: &str, params: Option<&P>, options: RequestOptions) -> Result<Box<RawValue>, Error>
+    where
+        P: Serialize + ?Sized,
+    {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        let id = RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let bytes = envelope::encode_request(&id, method, params)
+            .map_err(|e| Error::local(format!("cannot serialize {method} params")).with_source(e))?;
+        let (tx, mut rx) = oneshot::channel();
+        let progress_seen = options.progress.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
+        lock(&self.shared.pending).insert(id.clone(), Pending { tx, progress_seen: progress_seen.clone() });
+        if let Some((token, sink)) = &options.progress {
+            lock(&self.shared.progress).insert(token.clone(), (sink.clone(), id.clone()));
+        }
+        let mut guard = CancelGuard { peer: self, id: Some(id.clone()), token: options.progress.as_ref().map(|p| p.0.clone()) };
+        self.send_raw(bytes).await?;
+
+        let start = Instant::now();
+        let hard = options.max_total.map(|m| start + m);
+        let mut deadline = start + options.timeout;
+        let outside = options.cancel.unwrap_or_default();
+        loop {
+            let effective = match hard {
+                Some(h) if h < deadline => h,
+                _ => deadline,
+            };
+            let progressed = async {
+                match &progress_seen {
+                    Some(n) => n.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                outcome = &mut rx => {
+                    guard.disarm_pending();
+                    return match outcome {
+                        Ok(Ok(raw)) => Ok(raw),
+                        Ok(Err(e)) => Err(Error::peer(e)),
+                        Err(_) => Err(self.closed_error()),
+                    };
+                }
+                _ = progressed, if options.reset_on_progress => {
+                    deadline = Instant::now() + options.timeout;
+                }
+                _ = tokio::time::sleep_until(effective) => {
+                    // Dropping the guard forgets the request and tells the peer.
+                    drop(guard);
+                    return Err(Error::new(ErrorKind::Timeout, format!("{method} timed out")));
+                }
+                _ = outside.cancelled() => {
+                    drop(guard);
+                    return Err(Error::new(ErrorKind::Cancelled, format!("{method} cancelled")));
+                }
+                _ = self.shared.closed.cancelled() => {
+                    guard.disarm_pending();
+                    return Err(self.closed_error());
+                }
+            }
+        }
+    }
+
+    /// Routes a response to its waiting caller; false when no request has that id.
+    pub(crate) fn complete(&self, id: &RequestId, outcome: Result<&RawValue, ErrorObject>) -> bool {
+        let Some(pending) = lock(&self.shared.pending).remove(id) else {
+            return false;
+        };
+        let _ = pending.tx.send(outcome.map(|raw| raw.to_owned()));
+        true
+    }
+
+    /// Routes `notifications/progress` to the request that asked for it.
+    pub(crate) fn progress(&self, params: ProgressNotificationParams) -> bool {
+        let entry = lock(&self.shared.progress).get(&params.progress_token).cloned();
+        let Some((sink, id)) = entry else { return false };
+        if let Some(p) = lock(&self.shared.pending).get(&id)
+            && let Some(n) = &p.progress_seen
+        {
+            n.notify_one();
+        }
+        sink(params);
+        true
+    }
+
+    /// Marks the connection closed and fails every waiting request.
+    pub(crate) fn close(&self, reason: &str) {
+        {
+            let mut r = lock(&self.shared.close_reason);
+            if r.is_none() {
+                *r = Some(reason.to_owned());
+            }
+        }
+        self.shared.closed.cancel();
+        let drained: Vec<_> = lock(&self.shared.pending).drain().collect();
+        drop(drained); // dropping the senders wakes the waiters with "closed"
+        lock(&self.shared.progress).clear();
+    }
+
+    /// Number of requests waiting for an answer.
+    pub(crate) fn pending_len(&self) -> usize {
+        lock(&self.shared.pending).len()
+    }
+}
+
+/// Forgets a request when its caller stops waiting, and tells the peer.
+struct CancelGuard<'a> {
+    peer: &'a Peer,
+    id: Option<RequestId>,
+    token: Option<ProgressToken>,
+}
+
+impl CancelGuard<'_> {
+    fn disarm_pending(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = self.token.take() {
+            lock(&self.peer.shared.progress).remove(&token);
+        }
+        if let Some(id) = self.id.take()
+            && lock(&self.peer.shared.pending).remove(&id).is_some()
+            && !self.peer.is_closed()
+        {
+            let params = CancelledNotificationParams::new(Some(id)).with_reason("request cancelled by the caller");
+            if let Ok(bytes) = envelope::encode_notification(portico_schema::methods::NOTIFICATION_CANCELLED, Some(&params)) {
+                // Best effort: a full queue means the peer is not reading anyway.
+                let _ = self.peer.try_send_raw(bytes);
+            }
+        }
+    }
+}
+
+/// Locks a mutex, recovering from poisoning (no user code runs under these locks).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

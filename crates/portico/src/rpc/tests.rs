@@ -1,0 +1,150 @@
+//! Engine tests over the in-memory transport, with a scripted service.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use portico_schema::ErrorObject;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::*;
+use crate::transport::memory;
+
+/// `echo` answers its params, `sleep` waits `ms` then answers, `count` records cancellations.
+#[derive(Default)]
+struct Script {
+    dropped: AtomicUsize,
+    notes: AtomicUsize,
+}
+
+struct DropCounter(Arc<Script>);
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Service for Script {
+    fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> BoxFuture<'static, Reply> {
+        async move {
+            match &*req.method {
+                "echo" => Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into()))),
+                "sleep" => {
+                    let ms = req.params.as_ref().and_then(|p| serde_json::from_str::<Value>(p.get()).ok()).and_then(|v| v["ms"].as_u64()).unwrap_or(0);
+                    let _guard = DropCounter(self.clone());
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    std::mem::forget(_guard);
+                    Ok(Bytes::from_static(b"{\"slept\":true}"))
+                }
+                "panic" => panic!("handler bug"),
+                m => Err(ErrorObject::method_not_found(m)),
+            }
+        }
+        .boxed()
+    }
+    fn notify(&self, _method: &str, _params: Option<&RawValue>, _peer: &Peer) {
+        self.notes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn pair() -> (Peer, Peer, Arc<Script>) {
+    let (a, b) = memory::pair();
+    let server = Arc::new(Script::default());
+    let s = start(a, server.clone(), RpcConfig::default());
+    let c = start(b, Arc::new(Script::default()), RpcConfig::default());
+    (c, s, server)
+}
+
+#[tokio::test]
+async fn request_response_round_trip() {
+    let (client, _server, _) = pair();
+    let v: Value = client.request("echo", Some(&serde_json::json!({"x": 1})), RequestOptions::default()).await.expect("echo");
+    assert_eq!(v["x"], 1);
+    let e = client.request::<Value, Value>("nope", None, RequestOptions::default()).await.expect_err("unknown method");
+    assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32601));
+}
+
+#[tokio::test]
+async fn slow_request_does_not_block_others() {
+    let (client, _server, _) = pair();
+    let slow = {
+        let c = client.clone();
+        tokio::spawn(async move { c.request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 2000})), RequestOptions::default()).await })
+    };
+    // 100 echoes complete while the slow request is still running.
+    for i in 0..100 {
+        let v: Value = client.request("echo", Some(&serde_json::json!({"i": i})), RequestOptions::default()).await.expect("echo");
+        assert_eq!(v["i"], i);
+    }
+    assert!(!slow.is_finished(), "the slow request finished too early to prove anything");
+    slow.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn timeout_cancels_the_handler_on_the_peer() {
+    let (client, _server, script) = pair();
+    let opts = RequestOptions { timeout: Duration::from_millis(50), ..Default::default() };
+    let e = client.request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 60_000})), opts).await.expect_err("times out");
+    assert!(e.is_timeout());
+    // The peer receives notifications/cancelled and drops the handler future.
+    for _ in 0..100 {
+        if script.dropped.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(script.dropped.load(Ordering::SeqCst), 1);
+    assert_eq!(client.pending_len(), 0);
+}
+
+#[tokio::test]
+async fn handler_panic_becomes_internal_error() {
+    let (client, _server, _) = pair();
+    let e = client.request::<Value, Value>("panic", None, RequestOptions::default()).await.expect_err("panics");
+    assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32603));
+    // The connection survives.
+    let _: Value = client.request("echo", Some(&serde_json::json!({})), RequestOptions::default()).await.expect("still alive");
+}
+
+#[tokio::test]
+async fn peer_vanishing_fails_pending_requests() {
+    let (a, b) = memory::pair();
+    let client = start(a, Arc::new(Script::default()), RpcConfig::default());
+    // The "server" reads nothing and goes away.
+    let (reader, writer) = crate::transport::Transport::split(b);
+    let waiting = {
+        let c = client.clone();
+        tokio::spawn(async move { c.request::<Value, Value>("echo", None, RequestOptions::default()).await })
+    };
+    tokio::task::yield_now().await;
+    drop(writer);
+    drop(reader);
+    let e = waiting.await.expect("join").expect_err("fails");
+    assert!(e.is_closed(), "{e:?}");
+}
+
+#[tokio::test]
+async fn raw_wire_errors() {
+    use crate::transport::{FrameReader, FrameWriter, Transport};
+    let (a, b) = memory::pair();
+    let _server = start(a, Arc::new(Script::default()), RpcConfig::default());
+    let (mut r, mut w) = b.split();
+    async fn ask(w: &mut memory::MemoryWriter, r: &mut memory::MemoryReader, line: &str) -> Value {
+        w.write_frame(line.as_bytes()).await.expect("write");
+        let f = r.read_frame().await.expect("read").expect("frame");
+        serde_json::from_slice(&f).expect("json")
+    }
+    assert_eq!(ask(&mut w, &mut r, "{oops").await["error"]["code"], -32700);
+    assert_eq!(ask(&mut w, &mut r, r#"{"jsonrpc":"2.0","id":3,"method":"nope"}"#).await["error"]["code"], -32601);
+    assert_eq!(ask(&mut w, &mut r, r#"{"jsonrpc":"1.0","id":4,"method":"echo"}"#).await["id"], 4);
+    assert_eq!(ask(&mut w, &mut r, r#"[{"jsonrpc":"2.0","id":5,"method":"echo"}]"#).await["error"]["code"], -32600);
+    // A response to an unknown id is ignored; the next request still works.
+    w.write_frame(br#"{"jsonrpc":"2.0","id":999,"result":{}}"#).await.expect("write");
+    let v = ask(&mut w, &mut r, r#"{"jsonrpc":"2.0","id":"s","method":"echo","params":{"k":true}}"#).await;
+    assert_eq!(v["id"], "s");
+    assert_eq!(v["result"]["k"], true);
+}
