@@ -9,3 +9,7 @@ mod rpc;
 pub mod transport;
 
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "server")]
+pub mod server;
+#[cfg(feature = "client")]
+pub mod client;

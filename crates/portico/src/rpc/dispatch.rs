@@ -72,8 +72,24 @@ async fn read_loop<R: FrameReader>(mut reader: R, tx: mpsc::Sender<Result<Bytes,
 }
 
 async fn write_loop<W: FrameWriter>(mut writer: W, mut rx: mpsc::Receiver<Vec<u8>>, peer: Peer, done: CancellationToken) {
+    let closed = peer.closed_token().clone();
     let result: std::io::Result<()> = async {
-        while let Some(first) = rx.recv().await {
+        loop {
+            let first = tokio::select! {
+                biased;
+                m = rx.recv() => match m {
+                    Some(m) => m,
+                    None => break,
+                },
+                _ = closed.cancelled() => {
+                    // Closing: write what is already queued, then end the stream.
+                    while let Ok(m) = rx.try_recv() {
+                        writer.write_frame(&m).await?;
+                    }
+                    writer.flush().await?;
+                    break;
+                }
+            };
             writer.write_frame(&first).await?;
             // Coalesce: write whatever else is queued, flush once the queue is empty.
             while let Ok(next) = rx.try_recv() {
@@ -89,6 +105,8 @@ async fn write_loop<W: FrameWriter>(mut writer: W, mut rx: mpsc::Receiver<Vec<u8
         peer.close("the transport failed while writing");
     }
     let _ = writer.close().await;
+    peer.close("the connection was closed");
+    peer.mark_finished();
     done.cancel();
 }
 

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use dispatch::start;
 pub(crate) use envelope::ResultBytes;
-pub(crate) use peer::{Peer, ProgressSink, RequestOptions};
+pub(crate) use peer::{Peer, ProgressSink, RequestOptions, lock, read_lock, write_lock};
 
 /// Limits of one connection.
 #[derive(Debug, Clone)]

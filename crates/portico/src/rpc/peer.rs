@@ -31,6 +31,8 @@ pub(crate) struct RequestOptions {
     pub progress: Option<(ProgressToken, ProgressSink)>,
     /// Cancels the request from outside (sends `notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
+    /// The id to use (from [`Peer::next_id`]); a fresh one when `None`.
+    pub id: Option<RequestId>,
 }
 
 impl Default for RequestOptions {
@@ -41,6 +43,7 @@ impl Default for RequestOptions {
             reset_on_progress: true,
             progress: None,
             cancel: None,
+            id: None,
         }
     }
 }
@@ -60,6 +63,8 @@ pub(crate) struct PeerShared {
     next_id: AtomicI64,
     /// Cancelled when the connection is closed, for whatever reason.
     pub(crate) closed: CancellationToken,
+    /// Cancelled when the writer has flushed everything and closed the transport.
+    pub(crate) finished: CancellationToken,
     close_reason: Mutex<Option<String>>,
 }
 
@@ -84,6 +89,7 @@ impl Peer {
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
                 closed: CancellationToken::new(),
+                finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
             }),
         }
@@ -107,6 +113,16 @@ impl Peer {
     fn closed_error(&self) -> Error {
         let reason = lock(&self.shared.close_reason).clone();
         Error::closed(reason.unwrap_or_else(|| "connection closed".to_owned()))
+    }
+
+    /// Waits until the connection is closed and everything queued has been written.
+    pub(crate) async fn finished(&self) {
+        self.shared.finished.cancelled().await
+    }
+
+    /// A fresh id for an outgoing request (for callers that must know it before sending).
+    pub(crate) fn next_id(&self) -> RequestId {
+        RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Queues an encoded message.
@@ -152,7 +168,7 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        let id = RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = options.id.clone().unwrap_or_else(|| self.next_id());
         let bytes = envelope::encode_request(&id, method, params)
             .map_err(|e| Error::local(format!("cannot serialize {method} params")).with_source(e))?;
         let (tx, mut rx) = oneshot::channel();
@@ -244,6 +260,10 @@ impl Peer {
         lock(&self.shared.progress).clear();
     }
 
+    pub(crate) fn mark_finished(&self) {
+        self.shared.finished.cancel();
+    }
+
     /// Number of requests waiting for an answer.
     pub(crate) fn pending_len(&self) -> usize {
         lock(&self.shared.pending).len()
@@ -284,4 +304,14 @@ impl Drop for CancelGuard<'_> {
 /// Locks a mutex, recovering from poisoning (no user code runs under these locks).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Read-locks an `RwLock`, recovering from poisoning.
+pub(crate) fn read_lock<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Write-locks an `RwLock`, recovering from poisoning.
+pub(crate) fn write_lock<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
 }

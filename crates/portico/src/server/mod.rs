@@ -1,0 +1,425 @@
+//! The server: register tools, resources and prompts once, serve every revision.
+//!
+//! ```no_run
+//! use portico::server::Server;
+//! use portico::schema::{Implementation, Tool};
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize)]
+//! struct Greet { name: String }
+//!
+//! # async fn run() -> Result<(), portico::Error> {
+//! let server = Server::builder(Implementation::new("hello", "1.0.0"))
+//!     .tool(
+//!         Tool::new("greet", serde_json::json!({
+//!             "type": "object",
+//!             "properties": { "name": { "type": "string" } },
+//!             "required": ["name"]
+//!         })),
+//!         |args: Greet| async move { format!("Hello, {}!", args.name) },
+//!     )
+//!     .build();
+//! server.serve(portico::transport::stdio::stdio()).await
+//! # }
+//! ```
+//!
+//! One server answers handshake-era clients (`initialize`, 2024-11-05 … 2025-11-25) and
+//! stateless-era clients (2026-07-28, `_meta` on every request) on the same connection; the era
+//! is chosen per request by the spec's dual-era rules, and handlers never see the difference.
+
+mod context;
+mod downgrade;
+mod handler;
+mod input;
+mod registry;
+pub mod sealed;
+mod session;
+pub mod uri_template;
+
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+use portico_schema::{
+    CacheScope, Implementation, ListChangedCapability, Prompt, ProtocolVersion, Resource, ResourceTemplate,
+    ResourcesCapability, ServerCapabilities, Tool,
+};
+use tokio::sync::broadcast;
+
+pub use context::RequestContext;
+pub use handler::{HandlerError, IntoCallToolResult, Json};
+pub use registry::{
+    CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
+};
+pub use sealed::{SealingKey, StateSealer};
+pub use uri_template::{UriTemplate, UriTemplateError};
+
+use crate::error::Error;
+use crate::rpc::{self, RpcConfig};
+use crate::transport::Transport;
+use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+
+/// An MCP server: what it offers and how it behaves. Cheap to clone; clones share everything,
+/// so a tool added through one is visible to every connection.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("info", &self.inner.info).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    info: Implementation,
+    instructions: Option<String>,
+    capabilities: ServerCapabilities,
+    registry: RwLock<Registry>,
+    config: Config,
+    events: broadcast::Sender<Event>,
+    /// First pages of `tools/list`, encoded per revision; cleared when tools change.
+    tools_cache: RwLock<Vec<(ProtocolVersion, Bytes)>>,
+}
+
+#[derive(Clone)]
+struct Config {
+    page_size: Option<usize>,
+    ttl_ms: u64,
+    cache_scope: CacheScope,
+    sealer: StateSealer,
+    rpc: RpcConfig,
+}
+
+/// A change the server tells interested clients about.
+#[derive(Debug, Clone)]
+pub(crate) enum Event {
+    ToolsChanged,
+    PromptsChanged,
+    ResourcesChanged,
+    ResourceUpdated(Arc<str>),
+}
+
+/// Builds a [`Server`].
+#[must_use]
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    registry: Registry,
+    config: Config,
+    tools: bool,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Server {
+    /// Starts building a server that introduces itself as `info`.
+    pub fn builder(info: Implementation) -> ServerBuilder {
+        ServerBuilder {
+            info,
+            instructions: None,
+            registry: Registry::default(),
+            config: Config {
+                page_size: None,
+                ttl_ms: 0,
+                cache_scope: CacheScope::Public,
+                sealer: StateSealer::random(),
+                rpc: RpcConfig { name: "server", ..RpcConfig::default() },
+            },
+            tools: false,
+            resources: false,
+            prompts: false,
+        }
+    }
+
+    /// Who the server says it is.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// What the server declares.
+    pub fn capabilities(&self) -> &ServerCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// Serves one connection until it closes.
+    ///
+    /// # Errors
+    /// Never fails today; the `Result` leaves room for transports that fail to start.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves the connection running in the background until the peer
+    /// closes it; use [`Server::connect`] to keep a handle that can close it.
+    pub async fn serve<T: Transport>(&self, transport: T) -> Result<(), Error> {
+        self.connect(transport).closed().await;
+        Ok(())
+    }
+
+    /// Starts serving one connection in the background and returns its handle.
+    pub fn connect<T: Transport>(&self, transport: T) -> ServerConnection {
+        let session = Arc::new(session::Session::new(self.clone()));
+        let peer = rpc::start(transport, session.clone(), self.inner.config.rpc.clone());
+        session.attach(peer.clone());
+        ServerConnection { peer }
+    }
+
+    /// Adds or replaces a tool; connected clients are told the list changed.
+    pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
+        self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.tools_changed();
+    }
+
+    /// Removes a tool; `false` when there was none of that name.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let removed = self.write(|r| r.tools.remove(name)).is_some();
+        if removed {
+            self.tools_changed();
+        }
+        removed
+    }
+
+    /// Hides or shows a tool without removing it; `false` when there is none of that name.
+    pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
+        let changed = self.write(|r| match r.tools.get_mut(name) {
+            Some(e) if e.enabled != enabled => {
+                *e = Arc::new(ToolEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
+                Some(true)
+            }
+            Some(_) => Some(false),
+            None => None,
+        });
+        if changed == Some(true) {
+            self.tools_changed();
+        }
+        changed.is_some()
+    }
+
+    /// Adds or replaces a resource; connected clients are told the list changed.
+    pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
+        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
+        self.write(|r| r.resources.insert(entry.def.uri.clone(), Arc::new(entry)));
+        self.emit(Event::ResourcesChanged);
+    }
+
+    /// Removes a resource by URI; `false` when there was none.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        let removed = self.write(|r| r.resources.remove(uri)).is_some();
+        if removed {
+            self.emit(Event::ResourcesChanged);
+        }
+        removed
+    }
+
+    /// Adds or replaces a resource template.
+    ///
+    /// # Errors
+    /// When the template is not a valid RFC 6570 URI template.
+    pub fn add_resource_template(&self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<(), UriTemplateError> {
+        let parsed = UriTemplate::parse(&template.uri_template)?;
+        let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
+        self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
+        self.emit(Event::ResourcesChanged);
+        Ok(())
+    }
+
+    /// Adds or replaces a prompt; connected clients are told the list changed.
+    pub fn add_prompt<M>(&self, prompt: Prompt, handler: impl PromptHandler<M>) {
+        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
+        self.write(|r| r.prompts.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.emit(Event::PromptsChanged);
+    }
+
+    /// Removes a prompt; `false` when there was none of that name.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        let removed = self.write(|r| r.prompts.remove(name)).is_some();
+        if removed {
+            self.emit(Event::PromptsChanged);
+        }
+        removed
+    }
+
+    /// Tells subscribed clients that the resource `uri` changed.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.emit(Event::ResourceUpdated(uri.into()));
+    }
+
+    fn tools_changed(&self) {
+        crate::rpc::write_lock(&self.inner.tools_cache).clear();
+        self.emit(Event::ToolsChanged);
+    }
+
+    fn emit(&self, event: Event) {
+        // No receivers simply means no connection is listening.
+        let _ = self.inner.events.send(event);
+    }
+
+    fn write<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        f(&mut crate::rpc::write_lock(&self.inner.registry))
+    }
+
+    pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
+        crate::rpc::read_lock(&self.inner.registry)
+    }
+
+    pub(crate) fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+}
+
+impl ServerBuilder {
+    /// Instructions for the model on how to use this server.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds a tool and its handler.
+    pub fn tool<M>(mut self, tool: Tool, handler: impl ToolHandler<M>) -> Self {
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
+        self.registry.tools.insert(entry.def.name.clone(), Arc::new(entry));
+        self
+    }
+
+    /// Adds a resource and its handler.
+    pub fn resource(mut self, resource: Resource, handler: impl ResourceHandler) -> Self {
+        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
+        self.registry.resources.insert(entry.def.uri.clone(), Arc::new(entry));
+        self
+    }
+
+    /// Adds a resource template and its handler.
+    ///
+    /// # Panics
+    /// When the template is not a valid RFC 6570 URI template (a programming error, found at
+    /// startup); use [`try_resource_template`](Self::try_resource_template) to handle it.
+    pub fn resource_template(self, template: ResourceTemplate, handler: impl ResourceHandler) -> Self {
+        match self.try_resource_template(template, handler) {
+            Ok(b) => b,
+            Err(e) => panic!("invalid resource template: {e}"),
+        }
+    }
+
+    /// Adds a resource template and its handler, or says why the template is invalid.
+    ///
+    /// # Errors
+    /// When the template is not a valid RFC 6570 URI template.
+    pub fn try_resource_template(mut self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<Self, UriTemplateError> {
+        let parsed = UriTemplate::parse(&template.uri_template)?;
+        let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
+        self.registry.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));
+        Ok(self)
+    }
+
+    /// Adds a prompt and its handler.
+    pub fn prompt<M>(mut self, prompt: Prompt, handler: impl PromptHandler<M>) -> Self {
+        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
+        self.registry.prompts.insert(entry.def.name.clone(), Arc::new(entry));
+        self
+    }
+
+    /// Answers `completion/complete` (and declares the `completions` capability).
+    pub fn completion(mut self, handler: impl CompletionHandler) -> Self {
+        self.registry.completion = Some(handler.into_erased());
+        self
+    }
+
+    /// Declares the `tools` capability even with no tool yet (tools added at runtime).
+    pub fn with_tools(mut self) -> Self {
+        self.tools = true;
+        self
+    }
+
+    /// Declares the `resources` capability even with no resource yet.
+    pub fn with_resources(mut self) -> Self {
+        self.resources = true;
+        self
+    }
+
+    /// Declares the `prompts` capability even with no prompt yet.
+    pub fn with_prompts(mut self) -> Self {
+        self.prompts = true;
+        self
+    }
+
+    /// Splits lists into pages of at most `n` items (default: one page).
+    pub fn page_size(mut self, n: usize) -> Self {
+        self.config.page_size = Some(n.max(1));
+        self
+    }
+
+    /// Cache hints on cacheable 2026-07-28 results (default: 0 ms, public).
+    pub fn cache_hints(mut self, ttl_ms: u64, scope: CacheScope) -> Self {
+        self.config.ttl_ms = ttl_ms;
+        self.config.cache_scope = scope;
+        self
+    }
+
+    /// The key that seals 2026-07-28 `requestState` (default: a random key per process).
+    /// Servers behind a load balancer share one key so any instance can resume a request.
+    pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
+        self.config.sealer = sealer;
+        self
+    }
+
+    /// How many requests of one connection run at the same time (default 256); more wait.
+    pub fn max_concurrent_requests(mut self, n: usize) -> Self {
+        self.config.rpc.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Builds the server.
+    pub fn build(self) -> Server {
+        let r = &self.registry;
+        let capabilities = {
+            let mut c = ServerCapabilities::default();
+            c.logging = Some(Default::default());
+            if self.tools || !r.tools.is_empty() {
+                c.tools = Some(ListChangedCapability::new(true));
+            }
+            if self.resources || !r.resources.is_empty() || !r.templates.is_empty() {
+                c.resources = Some(ResourcesCapability::new(true, true));
+            }
+            if self.prompts || !r.prompts.is_empty() {
+                c.prompts = Some(ListChangedCapability::new(true));
+            }
+            if r.completion.is_some() {
+                c.completions = Some(Default::default());
+            }
+            c
+        };
+        let (events, _) = broadcast::channel(256);
+        Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                instructions: self.instructions,
+                capabilities,
+                registry: RwLock::new(self.registry),
+                config: self.config,
+                events,
+                tools_cache: RwLock::new(Vec::new()),
+            }),
+        }
+    }
+}
+
+/// A connection being served. Dropping it leaves the connection running.
+#[derive(Debug, Clone)]
+pub struct ServerConnection {
+    peer: rpc::Peer,
+}
+
+impl ServerConnection {
+    /// Waits until the connection has closed and every response has been written.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn closed(&self) {
+        self.peer.finished().await
+    }
+
+    /// Closes the connection: in-flight requests are cancelled.
+    pub fn close(&self) {
+        self.peer.close("closed by the server");
+    }
+}

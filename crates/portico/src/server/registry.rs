@@ -1,0 +1,305 @@
+//! Tools, resources, templates and prompts by name, with their handlers erased to one shape,
+//! and opaque-cursor pagination over a deterministic (name-sorted) order.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use portico_schema::{
+    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Tool,
+};
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+use super::context::RequestContext;
+use super::handler::{HandlerError, IntoCallToolResult};
+use super::uri_template::{UriMatch, UriTemplate};
+
+/// A tool handler: `Fn(Args) -> Future` or `Fn(Args, RequestContext) -> Future`, where `Args`
+/// is any `Deserialize` type decoded from the call's `arguments` and the future's output is
+/// [`IntoCallToolResult`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a tool handler",
+    note = "a tool handler is an async fn or closure taking `(Args)` or `(Args, RequestContext)`, where `Args: serde::Deserialize`, and returning something that implements `IntoCallToolResult`"
+)]
+pub trait ToolHandler<M>: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_erased(self) -> ErasedTool;
+}
+
+/// A handler with its argument decoding erased.
+#[doc(hidden)]
+pub type ErasedTool =
+    Arc<dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error> + Send + Sync>;
+
+fn decode_args<A: DeserializeOwned>(raw: Option<&RawValue>) -> Result<A, serde_json::Error> {
+    serde_json::from_str(raw.map_or("{}", |r| r.get()))
+}
+
+impl<F, Fut, A, R> ToolHandler<(A,)> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned,
+    R: IntoCallToolResult,
+{
+    fn into_erased(self) -> ErasedTool {
+        Arc::new(move |raw, _cx| {
+            let args = decode_args::<A>(raw)?;
+            Ok(self(args).map(IntoCallToolResult::into_call_tool_result).boxed())
+        })
+    }
+}
+
+impl<F, Fut, A, R> ToolHandler<(A, RequestContext)> for F
+where
+    F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    A: DeserializeOwned,
+    R: IntoCallToolResult,
+{
+    fn into_erased(self) -> ErasedTool {
+        Arc::new(move |raw, cx| {
+            let args = decode_args::<A>(raw)?;
+            Ok(self(args, cx).map(IntoCallToolResult::into_call_tool_result).boxed())
+        })
+    }
+}
+
+/// What a resource handler gets: the URI read and, for a template, its variables.
+#[derive(Debug, Clone)]
+pub struct ResourceRequest {
+    uri: String,
+    vars: Option<UriMatch>,
+}
+
+impl ResourceRequest {
+    /// The URI being read.
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+    /// A template variable (percent-decoded); `None` for static resources.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.vars.as_ref().and_then(|m| m.get(name))
+    }
+}
+
+/// Converts what a resource handler returns into a [`ReadResourceResult`].
+pub trait IntoReadResourceResult {
+    /// The result.
+    fn into_read_resource_result(self) -> ReadResourceResult;
+}
+
+impl IntoReadResourceResult for ReadResourceResult {
+    fn into_read_resource_result(self) -> ReadResourceResult {
+        self
+    }
+}
+
+impl IntoReadResourceResult for ResourceContents {
+    fn into_read_resource_result(self) -> ReadResourceResult {
+        ReadResourceResult::new(vec![self])
+    }
+}
+
+impl IntoReadResourceResult for Vec<ResourceContents> {
+    fn into_read_resource_result(self) -> ReadResourceResult {
+        ReadResourceResult::new(self)
+    }
+}
+
+/// A resource handler: an async fn or closure taking `(ResourceRequest, RequestContext)` and
+/// returning `Result<impl IntoReadResourceResult, HandlerError>`.
+pub trait ResourceHandler: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_erased(self) -> ErasedResource;
+}
+
+#[doc(hidden)]
+pub type ErasedResource =
+    Arc<dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>> + Send + Sync>;
+
+impl<F, Fut, R> ResourceHandler for F
+where
+    F: Fn(ResourceRequest, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, HandlerError>> + Send + 'static,
+    R: IntoReadResourceResult,
+{
+    fn into_erased(self) -> ErasedResource {
+        Arc::new(move |req, cx| self(req, cx).map(|r| r.map(IntoReadResourceResult::into_read_resource_result)).boxed())
+    }
+}
+
+/// A prompt handler: an async fn or closure taking `(Args)` or `(Args, RequestContext)`, where
+/// `Args` is decoded from the prompt's string arguments, returning
+/// `Result<GetPromptResult, HandlerError>`.
+pub trait PromptHandler<M>: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_erased(self) -> ErasedPrompt;
+}
+
+#[doc(hidden)]
+pub type ErasedPrompt = Arc<
+    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, Result<GetPromptResult, HandlerError>>, serde_json::Error>
+        + Send
+        + Sync,
+>;
+
+impl<F, Fut, A> PromptHandler<(A,)> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
+    A: DeserializeOwned,
+{
+    fn into_erased(self) -> ErasedPrompt {
+        Arc::new(move |raw, _cx| Ok(self(decode_args::<A>(raw)?).boxed()))
+    }
+}
+
+impl<F, Fut, A> PromptHandler<(A, RequestContext)> for F
+where
+    F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<GetPromptResult, HandlerError>> + Send + 'static,
+    A: DeserializeOwned,
+{
+    fn into_erased(self) -> ErasedPrompt {
+        Arc::new(move |raw, cx| Ok(self(decode_args::<A>(raw)?, cx).boxed()))
+    }
+}
+
+/// A completion handler for `completion/complete`.
+pub trait CompletionHandler: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_erased(self) -> ErasedCompletion;
+}
+
+#[doc(hidden)]
+pub type ErasedCompletion =
+    Arc<dyn Fn(CompleteRequestParams, RequestContext) -> BoxFuture<'static, Result<CompleteResult, HandlerError>> + Send + Sync>;
+
+impl<F, Fut> CompletionHandler for F
+where
+    F: Fn(CompleteRequestParams, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<CompleteResult, HandlerError>> + Send + 'static,
+{
+    fn into_erased(self) -> ErasedCompletion {
+        Arc::new(move |p, cx| self(p, cx).boxed())
+    }
+}
+
+pub(crate) struct ToolEntry {
+    pub def: Tool,
+    pub handler: ErasedTool,
+    pub enabled: bool,
+}
+
+pub(crate) struct ResourceEntry {
+    pub def: Resource,
+    pub handler: ErasedResource,
+    pub enabled: bool,
+}
+
+pub(crate) struct TemplateEntry {
+    pub def: ResourceTemplate,
+    pub template: UriTemplate,
+    pub handler: ErasedResource,
+    pub enabled: bool,
+}
+
+pub(crate) struct PromptEntry {
+    pub def: Prompt,
+    pub handler: ErasedPrompt,
+    pub enabled: bool,
+}
+
+/// Everything the server offers. Entries are `Arc`ed so a snapshot for one request is cheap.
+#[derive(Default)]
+pub(crate) struct Registry {
+    pub tools: BTreeMap<String, Arc<ToolEntry>>,
+    pub resources: BTreeMap<String, Arc<ResourceEntry>>,
+    pub templates: BTreeMap<String, Arc<TemplateEntry>>,
+    pub prompts: BTreeMap<String, Arc<PromptEntry>>,
+    pub completion: Option<ErasedCompletion>,
+}
+
+impl Registry {
+    /// The resource handler for `uri`: an exact resource first, then the first matching template.
+    pub(crate) fn find_resource(&self, uri: &str) -> Option<(ErasedResource, ResourceRequest)> {
+        if let Some(e) = self.resources.get(uri).filter(|e| e.enabled) {
+            return Some((e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: None }));
+        }
+        self.templates.values().filter(|e| e.enabled).find_map(|e| {
+            e.template
+                .matches(uri)
+                .map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
+        })
+    }
+}
+
+/// One page of a name-sorted list: the items after `cursor`, at most `page_size` of them,
+/// and the cursor of the next page.
+///
+/// Cursors are the URL-safe base64 of the last name returned: opaque to clients, stable when
+/// items are added or removed between pages.
+pub(crate) fn page<'a, T: 'a>(
+    items: impl Iterator<Item = (&'a String, &'a T)>,
+    cursor: Option<&str>,
+    page_size: Option<usize>,
+) -> Result<(Vec<&'a T>, Option<String>), InvalidCursor> {
+    let after = match cursor {
+        None => None,
+        Some(c) => {
+            let bytes = URL_SAFE_NO_PAD.decode(c).map_err(|_| InvalidCursor)?;
+            Some(String::from_utf8(bytes).map_err(|_| InvalidCursor)?)
+        }
+    };
+    let mut out = Vec::new();
+    let mut last: Option<&String> = None;
+    let mut more = false;
+    for (name, item) in items {
+        if after.as_ref().is_some_and(|a| name <= a) {
+            continue;
+        }
+        if page_size.is_some_and(|n| out.len() >= n) {
+            more = true;
+            break;
+        }
+        last = Some(name);
+        out.push(item);
+    }
+    let next = if more { last.map(|l| URL_SAFE_NO_PAD.encode(l.as_bytes())) } else { None };
+    Ok((out, next))
+}
+
+/// A cursor this server did not issue.
+#[derive(Debug)]
+pub(crate) struct InvalidCursor;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_cover_everything_once() {
+        let map: BTreeMap<String, u32> = (0..25).map(|i| (format!("t{i:02}"), i)).collect();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        loop {
+            let (items, next) = page(map.iter(), cursor.as_deref(), Some(10)).expect("valid cursor");
+            seen.extend(items.into_iter().copied());
+            match next {
+                Some(n) => cursor = Some(n),
+                None => break,
+            }
+        }
+        assert_eq!(seen, (0..25).collect::<Vec<_>>());
+        assert!(page(map.iter(), Some("%%%"), Some(10)).is_err());
+        let (all, next) = page(map.iter(), None, None).expect("all");
+        assert_eq!((all.len(), next), (25, None));
+    }
+}

@@ -1,0 +1,530 @@
+//! The era layer: one connection's state, the dual-era rules that pick the era of each request,
+//! capability gating, and the dispatch of every server method to the registry.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use portico_schema::{
+    CacheScope, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
+    EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta, ResultEnvelope, ResultType,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, ALL_VERSIONS, META_SERVER_INFO,
+    META_SUBSCRIPTION_ID, methods,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use super::context::{Inner as CtxInner, InputState, LEVEL_UNSET, LogGate, RequestContext};
+use super::registry::{InvalidCursor, page};
+use super::{Event, Server, downgrade, input};
+use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
+
+/// The era of one request, resolved before dispatch.
+#[derive(Clone)]
+pub(crate) struct Era {
+    pub version: ProtocolVersion,
+    pub caps: Arc<ClientCapabilities>,
+    pub info: Option<Arc<Implementation>>,
+    pub meta: Option<RequestMeta>,
+}
+
+/// Handshake-era state of a connection (set by `initialize`).
+struct Handshake {
+    version: ProtocolVersion,
+    caps: Arc<ClientCapabilities>,
+    info: Arc<Implementation>,
+}
+
+pub(crate) struct Session {
+    server: Server,
+    handshake: OnceLock<Handshake>,
+    log_level: Arc<AtomicU8>,
+    subscriptions: Arc<Mutex<HashSet<String>>>,
+    peer: OnceLock<Peer>,
+    forwarding: AtomicBool,
+}
+
+/// Only the `_meta` of a request's params; everything else is skipped unparsed.
+#[derive(Deserialize)]
+struct MetaPeek {
+    #[serde(rename = "_meta", default)]
+    meta: Option<RequestMeta>,
+}
+
+fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", |p| p.get())).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+impl Session {
+    pub(crate) fn new(server: Server) -> Self {
+        Session {
+            server,
+            handshake: OnceLock::new(),
+            log_level: Arc::new(AtomicU8::new(LEVEL_UNSET)),
+            subscriptions: Arc::new(Mutex::new(HashSet::new())),
+            peer: OnceLock::new(),
+            forwarding: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn attach(&self, peer: Peer) {
+        let _ = self.peer.set(peer);
+    }
+
+    async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
+        let params = req.params.as_deref();
+        let peek: MetaPeek = parse(params)?;
+        if &*req.method == methods::INITIALIZE {
+            return self.initialize(params, &peer);
+        }
+        let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
+            Some(v) => modern_era(v, peek.meta.clone())?,
+            None => match self.handshake.get() {
+                Some(h) => Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta },
+                None if &*req.method == methods::PING => return encode(&EmptyResult::new()),
+                None => {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "missing required _meta field {}: send it with every request (2026-07-28), or send initialize first",
+                        portico_schema::META_PROTOCOL_VERSION
+                    ))
+                    .with_data(serde_json::json!({ "supported": supported_versions() })));
+                }
+            },
+        };
+        self.dispatch(req, era, peer).await
+    }
+
+    fn initialize(&self, params: Option<&RawValue>, peer: &Peer) -> Reply {
+        let p: InitializeRequestParams = parse(params)?;
+        let version = ProtocolVersion::negotiate_handshake(&p.protocol_version);
+        let hs = Handshake { version, caps: Arc::new(p.capabilities), info: Arc::new(p.client_info) };
+        if self.handshake.set(hs).is_err() {
+            return Err(ErrorObject::invalid_request("the connection is already initialized"));
+        }
+        debug!(%version, "initialized");
+        self.start_forwarding(peer.clone());
+        let inner = &self.server.inner;
+        let mut r = InitializeResult::new(version.as_str(), inner.capabilities.clone(), inner.info.clone());
+        r.instructions = inner.instructions.clone();
+        encode_for(&r, version, downgrade::initialize_result)
+    }
+
+    async fn dispatch(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        let caps = &self.server.inner.capabilities;
+        let modern = era.version.is_stateless();
+        let params = req.params.as_deref();
+        let gate = |present: bool| if present { Ok(()) } else { Err(ErrorObject::method_not_found(&req.method)) };
+        match &*req.method {
+            methods::PING if !modern => encode(&EmptyResult::new()),
+            methods::LOGGING_SET_LEVEL if !modern => {
+                gate(caps.logging.is_some())?;
+                let p: SetLevelRequestParams = parse(params)?;
+                self.log_level.store(p.level as u8, Ordering::Relaxed);
+                encode(&EmptyResult::new())
+            }
+            methods::SERVER_DISCOVER if modern => {
+                let inner = &self.server.inner;
+                let mut r = DiscoverResult::new(supported_versions(), caps.clone());
+                r.instructions = inner.instructions.clone();
+                self.finish(r, &era)
+            }
+            methods::TOOLS_LIST => {
+                gate(caps.tools.is_some())?;
+                self.list_tools(params, &era)
+            }
+            methods::TOOLS_CALL => {
+                gate(caps.tools.is_some())?;
+                self.call_tool(req, era, peer).await
+            }
+            methods::RESOURCES_LIST => {
+                gate(caps.resources.is_some())?;
+                let p: PaginatedRequestParams = parse(params)?;
+                let reg = self.server.registry();
+                let (items, next) = self.page(reg.resources.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
+                let mut r = ListResourcesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                r.next_cursor = next;
+                drop(reg);
+                self.finish_with(r, &era, downgrade::list_resources)
+            }
+            methods::RESOURCES_TEMPLATES_LIST => {
+                gate(caps.resources.is_some())?;
+                let p: PaginatedRequestParams = parse(params)?;
+                let reg = self.server.registry();
+                let (items, next) = self.page(reg.templates.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
+                let mut r = ListResourceTemplatesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                r.next_cursor = next;
+                drop(reg);
+                self.finish_with(r, &era, downgrade::list_templates)
+            }
+            methods::RESOURCES_READ => {
+                gate(caps.resources.is_some())?;
+                self.read_resource(req, era, peer).await
+            }
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if !modern => {
+                gate(caps.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)))?;
+                let p: SubscribeRequestParams = parse(params)?;
+                let mut subs = lock(&self.subscriptions);
+                if &*req.method == methods::RESOURCES_SUBSCRIBE {
+                    subs.insert(p.uri);
+                } else {
+                    subs.remove(&p.uri);
+                }
+                encode(&EmptyResult::new())
+            }
+            methods::PROMPTS_LIST => {
+                gate(caps.prompts.is_some())?;
+                let p: PaginatedRequestParams = parse(params)?;
+                let reg = self.server.registry();
+                let (items, next) = self.page(reg.prompts.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
+                let mut r = ListPromptsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                r.next_cursor = next;
+                drop(reg);
+                self.finish_with(r, &era, downgrade::list_prompts)
+            }
+            methods::PROMPTS_GET => {
+                gate(caps.prompts.is_some())?;
+                self.get_prompt(req, era, peer).await
+            }
+            methods::COMPLETION_COMPLETE => {
+                gate(caps.completions.is_some())?;
+                let p: CompleteRequestParams = parse(params)?;
+                self.check_completion_ref(&p.r#ref)?;
+                let handler = self.server.registry().completion.clone().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                let cx = self.context(&req, &era, peer, None);
+                let r = handler(p, cx).await.map_err(|e| e.into_error_object(era.version))?;
+                self.finish(r, &era)
+            }
+            methods::SUBSCRIPTIONS_LISTEN if modern => self.listen(req, era, peer).await,
+            _ => Err(ErrorObject::method_not_found(&req.method)),
+        }
+    }
+
+    fn page<'a, T: 'a>(&self, items: impl Iterator<Item = (&'a String, &'a T)>, cursor: Option<&str>) -> Result<(Vec<&'a T>, Option<String>), ErrorObject> {
+        page(items, cursor, self.server.inner.config.page_size).map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))
+    }
+
+    fn check_completion_ref(&self, r: &CompletionReference) -> Result<(), ErrorObject> {
+        let reg = self.server.registry();
+        let known = match r {
+            CompletionReference::Prompt(p) => reg.prompts.contains_key(&p.name),
+            CompletionReference::ResourceTemplate(t) => reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri),
+        };
+        if known { Ok(()) } else { Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server")) }
+    }
+
+    fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
+        let p: PaginatedRequestParams = parse(params)?;
+        let first_page = p.cursor.is_none();
+        if first_page {
+            if let Some((_, bytes)) = crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version) {
+                return Ok(bytes.clone());
+            }
+        }
+        let reg = self.server.registry();
+        let (items, next) = self.page(reg.tools.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
+        let mut r = ListToolsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+        r.next_cursor = next;
+        drop(reg);
+        let bytes = self.finish_with(r, era, downgrade::list_tools)?;
+        if first_page {
+            crate::rpc::write_lock(&self.server.inner.tools_cache).push((era.version, bytes.clone()));
+        }
+        Ok(bytes)
+    }
+
+    async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            arguments: Option<&'a RawValue>,
+            #[serde(default)]
+            input_responses: Option<portico_schema::InputResponses>,
+            #[serde(default)]
+            request_state: Option<String>,
+        }
+        let p: Params<'_> = parse(req.params.as_deref())?;
+        let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
+        let Some(entry) = entry else {
+            return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
+        };
+        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let cx = self.context(&req, &era, peer, state.clone());
+        let fut = match (entry.handler)(p.arguments, cx) {
+            Ok(fut) => fut,
+            Err(e) if era.version.tool_input_errors_are_results() => {
+                let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
+                return self.finish_with(r, &era, downgrade::call_tool_result);
+            }
+            Err(e) => return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name))),
+        };
+        match input::run(fut, state, &self.server.inner.config.sealer, &binding).await? {
+            input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
+            input::Outcome::InputRequired(r) => self.finish(r, &era),
+        }
+    }
+
+    async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+            #[serde(borrow, default)]
+            arguments: Option<&'a RawValue>,
+            #[serde(default)]
+            input_responses: Option<portico_schema::InputResponses>,
+            #[serde(default)]
+            request_state: Option<String>,
+        }
+        let p: Params<'_> = parse(req.params.as_deref())?;
+        let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
+        let Some(entry) = entry else {
+            return Err(ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)));
+        };
+        let given: std::collections::BTreeMap<String, String> = match p.arguments {
+            Some(a) => serde_json::from_str(a.get()).map_err(|_| ErrorObject::invalid_params("prompt arguments must be an object of strings"))?,
+            None => Default::default(),
+        };
+        for arg in entry.def.arguments.iter().flatten() {
+            if arg.required == Some(true) && !given.contains_key(&arg.name) {
+                return Err(ErrorObject::invalid_params(format!("missing required argument {} of prompt {}", arg.name, entry.def.name)));
+            }
+        }
+        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let cx = self.context(&req, &era, peer, state.clone());
+        let fut = (entry.handler)(p.arguments, cx).map_err(|e| ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name)))?;
+        let version = era.version;
+        let fut = fut.map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version))).boxed();
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+            input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::get_prompt_result),
+            input::Outcome::InputRequired(r) => self.finish(r, &era),
+        }
+    }
+
+    async fn read_resource(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        let p: ReadResourceRequestParams = parse(req.params.as_deref())?;
+        let found = self.server.registry().find_resource(&p.uri);
+        let Some((handler, rr)) = found else {
+            return Err(super::HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
+        };
+        let binding = input::binding(&req.method, &p.uri, None);
+        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let cx = self.context(&req, &era, peer, state.clone());
+        let version = era.version;
+        let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+            input::Outcome::Done(r) => self.finish(r, &era),
+            input::Outcome::InputRequired(r) => self.finish(r, &era),
+        }
+    }
+
+    /// `subscriptions/listen`: acknowledge, then forward the requested notifications until the
+    /// client cancels or the connection closes.
+    async fn listen(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        let p: SubscriptionsListenRequestParams = parse(req.params.as_deref())?;
+        let caps = &self.server.inner.capabilities;
+        let mut honored = p.notifications.clone();
+        let list_changed = |c: Option<bool>| c == Some(true);
+        honored.tools_list_changed = honored.tools_list_changed.filter(|_| caps.tools.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.prompts_list_changed = honored.prompts_list_changed.filter(|_| caps.prompts.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resources_list_changed = honored.resources_list_changed.filter(|_| caps.resources.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resource_subscriptions = honored.resource_subscriptions.filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
+        let sub_id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
+        let mut meta = Meta::new();
+        meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id.clone());
+        let mut ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(honored.clone());
+        ack.meta = Some(meta.clone());
+        let mut events = self.server.subscribe_events();
+        peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack)).await.map_err(|_| ErrorObject::internal_error("connection closed"))?;
+        let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
+        let params = serde_json::json!({ "_meta": meta });
+        loop {
+            let event = match events.recv().await {
+                Ok(e) => e,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Event::ToolsChanged,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            };
+            let (method, extra) = match event {
+                Event::ToolsChanged if honored.tools_list_changed == Some(true) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
+                Event::PromptsChanged if honored.prompts_list_changed == Some(true) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
+                Event::ResourcesChanged if honored.resources_list_changed == Some(true) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
+                Event::ResourceUpdated(uri) if uris.contains(&*uri) => (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri)),
+                _ => continue,
+            };
+            let mut p = params.clone();
+            if let Some(uri) = extra {
+                p["uri"] = Value::String(uri.to_string());
+            }
+            if peer.notify(method, Some(&p)).await.is_err() {
+                break;
+            }
+        }
+        let mut r = portico_schema::SubscriptionsListenResult::new();
+        r.meta = Some(meta);
+        self.finish(r, &era)
+    }
+
+    fn input_state(
+        &self,
+        era: &Era,
+        binding: &[u8],
+        request_state: Option<&str>,
+        responses: Option<portico_schema::InputResponses>,
+    ) -> Result<Option<Arc<InputState>>, ErrorObject> {
+        if !era.version.is_stateless() {
+            return Ok(None);
+        }
+        input::open(&self.server.inner.config.sealer, binding, request_state, responses).map(|s| Some(Arc::new(s)))
+    }
+
+    fn context(&self, req: &IncomingRequest, era: &Era, peer: Peer, input: Option<Arc<InputState>>) -> RequestContext {
+        let meta = era.meta.as_ref();
+        RequestContext::new(CtxInner {
+            id: req.id.clone(),
+            version: era.version,
+            peer,
+            cancel: req.cancel.clone(),
+            client_caps: era.caps.clone(),
+            client_info: era.info.clone(),
+            progress_token: meta.and_then(|m| m.progress_token.clone()),
+            log: if era.version.is_stateless() {
+                LogGate::Request(meta.and_then(|m| m.log_level))
+            } else {
+                LogGate::Session(self.log_level.clone())
+            },
+            input,
+            server: self.server.clone(),
+            last_progress: Mutex::new(None),
+        })
+    }
+
+    /// Stamps a result for its era and encodes it.
+    fn finish<R: Serialize + ResultEnvelope>(&self, r: R, era: &Era) -> Reply {
+        self.finish_with(r, era, |_, _| {})
+    }
+
+    fn finish_with<R: Serialize + ResultEnvelope>(&self, mut r: R, era: &Era, down: fn(&mut Value, ProtocolVersion)) -> Reply {
+        if era.version.is_stateless() {
+            let rt = r.result_type_mut();
+            if rt.is_none() {
+                *rt = Some(ResultType::Complete);
+            }
+            let complete = *rt == Some(ResultType::Complete);
+            let info = serde_json::to_value(&self.server.inner.info).unwrap_or(Value::Null);
+            r.meta_mut().get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info);
+            let config = &self.server.inner.config;
+            if let Some((ttl, scope)) = r.cache_mut()
+                && complete
+            {
+                ttl.get_or_insert(config.ttl_ms);
+                scope.get_or_insert(config.cache_scope);
+            }
+            return encode(&r);
+        }
+        *r.result_type_mut() = None;
+        encode_for(&r, era.version, down)
+    }
+
+    /// Forwards list_changed and resource updates to a handshake-era connection.
+    fn start_forwarding(&self, peer: Peer) {
+        if self.forwarding.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut events = self.server.subscribe_events();
+        let subs = self.subscriptions.clone();
+        let closed: CancellationToken = peer.closed_token().clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = closed.cancelled() => return,
+                    e = events.recv() => e,
+                };
+                let (method, uri) = match event {
+                    Ok(Event::ToolsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
+                    Ok(Event::PromptsChanged) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
+                    Ok(Event::ResourcesChanged) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
+                    Ok(Event::ResourceUpdated(uri)) => {
+                        if !lock(&subs).contains(&*uri) {
+                            continue;
+                        }
+                        (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri))
+                    }
+                    Err(_) => return,
+                };
+                let sent = match uri {
+                    Some(uri) => peer.notify(method, Some(&serde_json::json!({ "uri": &*uri }))).await,
+                    None => peer.notify::<Value>(method, None).await,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn supported_versions() -> Vec<String> {
+    ALL_VERSIONS.iter().rev().map(|v| v.as_str().to_owned()).collect()
+}
+
+/// Validates a stateless-era request's `_meta`.
+fn modern_era(version: &str, meta: Option<RequestMeta>) -> Result<Era, ErrorObject> {
+    let v = match ProtocolVersion::parse(version) {
+        Some(v) if v.is_stateless() => v,
+        _ => return Err(ErrorObject::unsupported_protocol_version(version, supported_versions())),
+    };
+    let meta = meta.unwrap_or_default();
+    let Some(caps) = meta.client_capabilities.clone() else {
+        return Err(ErrorObject::invalid_params(format!(
+            "missing required _meta field {}",
+            portico_schema::META_CLIENT_CAPABILITIES
+        )));
+    };
+    Ok(Era { version: v, caps: Arc::new(caps), info: meta.client_info.clone().map(Arc::new), meta: Some(meta) })
+}
+
+fn encode<R: Serialize>(r: &R) -> Reply {
+    serde_json::to_vec(r).map(Bytes::from).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+}
+
+/// Encodes for a handshake-era revision, adapting fields an older revision lacks.
+fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value, ProtocolVersion)) -> Reply {
+    if version >= ProtocolVersion::V2025_11_25 {
+        return encode(r);
+    }
+    let mut v = serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
+    down(&mut v, version);
+    encode(&v)
+}
+
+impl Service for Session {
+    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
+        self.handle(request, peer).boxed()
+    }
+
+    fn notify(&self, method: &str, _params: Option<&RawValue>, _peer: &Peer) {
+        match method {
+            methods::NOTIFICATION_INITIALIZED => debug!("client initialized"),
+            methods::NOTIFICATION_ROOTS_LIST_CHANGED | methods::NOTIFICATION_CANCELLED => {}
+            other => debug!(method = other, "notification ignored"),
+        }
+    }
+
+    fn accepts_batches(&self) -> bool {
+        self.handshake.get().is_some_and(|h| h.version.receives_batches())
+    }
+}
+
