@@ -4,7 +4,8 @@
 //! [`LineReader`] tolerates `\r\n` line ends and skips blank lines; [`LineWriter`] writes `\n`.
 //!
 //! The reader reads ahead into one large buffer and hands out each message as a [`Bytes`] view
-//! of that buffer, so a message is not copied on its way to the parser. A line longer than the
+//! of that buffer, so a message is not copied on its way to the parser (while held, a message
+//! keeps its block of the buffer alive: copy it if it is kept for long). A line longer than the
 //! configured limit is never held in memory: its bytes are dropped as they arrive and the reader
 //! reports [`ReadError::TooLarge`] once, then carries on with the next line.
 //!
@@ -327,6 +328,10 @@ where
 /// The server side of the MCP stdio transport: messages in on stdin, out on stdout.
 ///
 /// Nothing else in the process may write to stdout; log to stderr instead.
+///
+/// Tokio reads stdin on a blocking thread, which cannot be interrupted: a read in progress
+/// ends only when input arrives or stdin closes, and a runtime shutting down waits for it
+/// (use `Runtime::shutdown_timeout` or exit the process to stop regardless).
 pub fn stdio() -> StdioTransport<tokio::io::Stdin, tokio::io::Stdout> {
     StdioTransport::new(tokio::io::stdin(), tokio::io::stdout())
 }
