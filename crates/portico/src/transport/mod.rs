@@ -10,9 +10,11 @@ use std::io;
 
 use bytes::Bytes;
 
-// (child-process transport: added by the transports work)
+#[cfg(feature = "child-process")]
+pub mod child;
 pub mod memory;
-// (stdio transport: added by the transports work)
+#[cfg(feature = "stdio")]
+pub mod stdio;
 
 /// The default largest message a transport accepts: 16 MiB.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 16 * 1024 * 1024;

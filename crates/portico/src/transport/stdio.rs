@@ -1,0 +1,337 @@
+//! Newline-delimited JSON over any byte stream: stdin/stdout, pipes, sockets.
+//!
+//! Each message is one line: the JSON text, which contains no raw newline, followed by `\n`.
+//! [`LineReader`] tolerates `\r\n` line ends and skips blank lines; [`LineWriter`] writes `\n`.
+//!
+//! The reader reads ahead into one large buffer and hands out each message as a [`Bytes`] view
+//! of that buffer, so a message is not copied on its way to the parser (while held, a message
+//! keeps its block of the buffer alive: copy it if it is kept for long). A line longer than the
+//! configured limit is never held in memory: its bytes are dropped as they arrive and the reader
+//! reports [`ReadError::TooLarge`] once, then carries on with the next line.
+//!
+//! [`StdioTransport`] pairs the two halves; [`stdio`] is the server side of the MCP stdio
+//! transport (this process's stdin and stdout).
+
+use std::io;
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
+
+/// How much a [`LineReader`] asks the stream for at a time, and how much a [`LineWriter`]
+/// gathers before writing: 64 KiB.
+pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
+
+/// Reads newline-delimited messages from a byte stream.
+///
+/// Cancel safe: dropping a [`read_frame`](FrameReader::read_frame) future before it completes
+/// loses no data; the next call carries on where it stopped.
+#[derive(Debug)]
+pub struct LineReader<R> {
+    reader: R,
+    buf: BytesMut,
+    /// `buf[..scanned]` is known to hold no `\n`.
+    scanned: usize,
+    /// Dropping the rest of an oversized line, up to its `\n`.
+    discarding: bool,
+    eof: bool,
+    max_message_size: usize,
+    read_size: usize,
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
+    /// A reader with the default limit ([`DEFAULT_MAX_MESSAGE_SIZE`]) and read-ahead size
+    /// ([`DEFAULT_BUFFER_SIZE`]).
+    pub fn new(reader: R) -> Self {
+        LineReader {
+            reader,
+            buf: BytesMut::new(),
+            scanned: 0,
+            discarding: false,
+            eof: false,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            read_size: DEFAULT_BUFFER_SIZE,
+        }
+    }
+
+    /// Sets the largest message accepted, in bytes, not counting the line end.
+    pub fn with_max_message_size(mut self, limit: usize) -> Self {
+        self.max_message_size = limit;
+        self
+    }
+
+    /// Sets how many bytes to ask the stream for at a time (at least 1).
+    pub fn with_buffer_size(mut self, size: usize) -> Self {
+        self.read_size = size.max(1);
+        self
+    }
+
+    /// The largest message accepted, in bytes.
+    pub fn max_message_size(&self) -> usize {
+        self.max_message_size
+    }
+
+    /// The underlying stream.
+    pub fn get_ref(&self) -> &R {
+        &self.reader
+    }
+
+    /// The capacity of the read-ahead buffer (for tests of the memory bound).
+    #[doc(hidden)]
+    pub fn buffered_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Reads the next non-blank line, without its line end.
+    async fn next_line(&mut self) -> Result<Option<Bytes>, ReadError> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
+                let end = self.scanned + i;
+                self.scanned = 0;
+                if self.discarding {
+                    self.buf.advance(end + 1);
+                    self.discarding = false;
+                    return Err(self.too_large());
+                }
+                let line = self.buf.split_to(end + 1).freeze();
+                match self.accept(line.slice(..end)) {
+                    Ok(Some(line)) => return Ok(Some(line)),
+                    Ok(None) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            // No line end in the buffer.
+            if self.discarding {
+                self.buf.clear();
+            } else if self.buf.len() > self.max_message_size.saturating_add(1) {
+                // Longer than the limit even if the last byte turns out to be a `\r`.
+                self.buf.clear();
+                self.discarding = true;
+            }
+            self.scanned = self.buf.len();
+            if self.eof {
+                return self.finish();
+            }
+            self.buf.reserve(self.read_size);
+            if self.reader.read_buf(&mut self.buf).await? == 0 {
+                self.eof = true;
+            }
+        }
+    }
+
+    /// At end of stream: the unterminated last line, if any.
+    fn finish(&mut self) -> Result<Option<Bytes>, ReadError> {
+        self.scanned = 0;
+        if self.discarding {
+            self.discarding = false;
+            return Err(self.too_large());
+        }
+        if self.buf.is_empty() {
+            return Ok(None);
+        }
+        let line = self.buf.split().freeze();
+        self.accept(line)
+    }
+
+    /// Strips a trailing `\r`, skips blank lines, enforces the limit.
+    fn accept(&self, mut line: Bytes) -> Result<Option<Bytes>, ReadError> {
+        if line.last() == Some(&b'\r') {
+            line.truncate(line.len() - 1);
+        }
+        if line.len() > self.max_message_size {
+            return Err(self.too_large());
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        Ok(Some(line))
+    }
+
+    fn too_large(&self) -> ReadError {
+        ReadError::TooLarge {
+            limit: self.max_message_size,
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send + 'static> FrameReader for LineReader<R> {
+    async fn read_frame(&mut self) -> Result<Option<Bytes>, ReadError> {
+        self.next_line().await
+    }
+}
+
+/// Writes newline-delimited messages to a byte stream, gathering them into few writes.
+///
+/// Frames are appended to an internal buffer, which goes to the stream when it holds at least
+/// the buffer size ([`DEFAULT_BUFFER_SIZE`]) or on [`flush`](FrameWriter::flush).
+///
+/// Cancel safety: a frame is buffered before any waiting, and the buffer remembers how much of
+/// it the stream has taken, so dropping a `write_frame` or `flush` future neither loses nor
+/// repeats bytes; a later `flush` finishes the job.
+#[derive(Debug)]
+pub struct LineWriter<W> {
+    /// `None` once closed.
+    writer: Option<W>,
+    buf: Vec<u8>,
+    /// `buf[..written]` has been written already.
+    written: usize,
+    buffer_size: usize,
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> LineWriter<W> {
+    /// A writer with the default buffer size ([`DEFAULT_BUFFER_SIZE`]).
+    pub fn new(writer: W) -> Self {
+        LineWriter {
+            writer: Some(writer),
+            buf: Vec::new(),
+            written: 0,
+            buffer_size: DEFAULT_BUFFER_SIZE,
+        }
+    }
+
+    /// Sets how many bytes to gather before writing to the stream without being asked to flush.
+    pub fn with_buffer_size(mut self, size: usize) -> Self {
+        self.buffer_size = size.max(1);
+        self
+    }
+
+    /// The underlying stream, unless the writer has been closed.
+    pub fn get_ref(&self) -> Option<&W> {
+        self.writer.as_ref()
+    }
+
+    /// Bytes buffered and not yet written to the stream.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.written
+    }
+
+    /// Writes out the buffer (without flushing the stream).
+    async fn drain(&mut self) -> io::Result<()> {
+        let writer = self.writer.as_mut().ok_or_else(closed)?;
+        while self.written < self.buf.len() {
+            let n = writer.write(&self.buf[self.written..]).await?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "stream accepted no bytes",
+                ));
+            }
+            self.written += n;
+        }
+        self.buf.clear();
+        self.written = 0;
+        // Do not keep a huge buffer around after one huge message.
+        if self.buf.capacity() > 4 * self.buffer_size {
+            self.buf.shrink_to(self.buffer_size);
+        }
+        Ok(())
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "line writer closed")
+}
+
+impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
+    /// Buffers `frame` and a `\n`. A frame containing a raw `\n` would break the framing and
+    /// is refused with [`io::ErrorKind::InvalidInput`].
+    async fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
+        if self.writer.is_none() {
+            return Err(closed());
+        }
+        if memchr::memchr(b'\n', frame).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "frame contains a raw newline",
+            ));
+        }
+        self.buf.reserve(frame.len() + 1);
+        self.buf.extend_from_slice(frame);
+        self.buf.push(b'\n');
+        if self.buffered() >= self.buffer_size {
+            self.drain().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> io::Result<()> {
+        self.drain().await?;
+        self.writer.as_mut().ok_or_else(closed)?.flush().await
+    }
+
+    /// Flushes, shuts the stream down and drops it, so the peer sees end of stream even for
+    /// streams whose shutdown does nothing (such as a child's stdin pipe). Closing twice is
+    /// not an error.
+    async fn close(&mut self) -> io::Result<()> {
+        if self.writer.is_none() {
+            return Ok(());
+        }
+        let flushed = self.flush().await;
+        let shut = match self.writer.as_mut() {
+            Some(w) => w.shutdown().await,
+            None => Ok(()),
+        };
+        self.writer = None;
+        self.buf = Vec::new();
+        self.written = 0;
+        flushed.and(shut)
+    }
+}
+
+/// A [`Transport`] that frames messages as lines over a reader and a writer.
+///
+/// Works over any byte streams: stdin/stdout ([`stdio`]), a child's pipes, TCP or Unix
+/// sockets (after `into_split`), or [`tokio::io::duplex`].
+#[derive(Debug)]
+pub struct StdioTransport<R, W> {
+    reader: R,
+    writer: W,
+    max_message_size: usize,
+}
+
+impl<R, W> StdioTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    /// A transport reading from `reader` and writing to `writer`, with the default limit
+    /// ([`DEFAULT_MAX_MESSAGE_SIZE`]).
+    pub fn new(reader: R, writer: W) -> Self {
+        StdioTransport {
+            reader,
+            writer,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+        }
+    }
+
+    /// Sets the largest incoming message accepted, in bytes.
+    pub fn with_max_message_size(mut self, limit: usize) -> Self {
+        self.max_message_size = limit;
+        self
+    }
+}
+
+impl<R, W> Transport for StdioTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Reader = LineReader<R>;
+    type Writer = LineWriter<W>;
+    fn split(self) -> (LineReader<R>, LineWriter<W>) {
+        let reader = LineReader::new(self.reader).with_max_message_size(self.max_message_size);
+        (reader, LineWriter::new(self.writer))
+    }
+}
+
+/// The server side of the MCP stdio transport: messages in on stdin, out on stdout.
+///
+/// Nothing else in the process may write to stdout; log to stderr instead.
+///
+/// Tokio reads stdin on a blocking thread, which cannot be interrupted: a read in progress
+/// ends only when input arrives or stdin closes, and a runtime shutting down waits for it
+/// (use `Runtime::shutdown_timeout` or exit the process to stop regardless).
+pub fn stdio() -> StdioTransport<tokio::io::Stdin, tokio::io::Stdout> {
+    StdioTransport::new(tokio::io::stdin(), tokio::io::stdout())
+}
