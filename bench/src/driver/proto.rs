@@ -1,0 +1,234 @@
+//! The driver's own JSON-RPC: request lines written by hand, responses read with small
+//! borrowed serde structs that keep only what is verified.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The protocol revision the driver's handshake asks for.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// A response (or a message the server sent on its own), with the `result` typed as `R`.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "R: Deserialize<'de>"))]
+pub struct Message<'a, R> {
+    #[serde(default)]
+    pub id: Id,
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(default = "none")]
+    pub result: Option<R>,
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+}
+
+fn none<R>() -> Option<R> {
+    None
+}
+
+/// A message's `id`, as far as the driver cares: its own ids are unsigned integers.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Id {
+    /// No `id` member: a notification.
+    #[default]
+    Absent,
+    Null,
+    Num(u64),
+    /// A string, a negative or fractional number: never one of the driver's.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON-RPC id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id::Num(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(u64::try_from(v).map_or(Id::Other, Id::Num))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Id, E> {
+                Ok(Id::Other)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Id, E> {
+                Ok(Id::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
+                Ok(Id::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Id, E> {
+                Ok(Id::Null)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The first element of a JSON array (`None` for an empty one); the rest is skipped
+/// without being built.
+pub struct First<T>(pub Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<First<T>, A::Error> {
+                let first = seq.next_element::<T>()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+        }
+        d.deserialize_seq(V(PhantomData))
+    }
+}
+
+/// The length of a JSON array, its elements skipped.
+pub struct Count(pub usize);
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                let mut n = 0;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(Count(n))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// `content[i]` of a tool result, or `contents[i]` of a resource read.
+#[derive(Deserialize)]
+pub struct TextItem<'a> {
+    #[serde(rename = "type", borrow, default)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub text: Option<Cow<'a, str>>,
+}
+
+/// `CallToolResult`, as far as `content[0].text` and `isError`.
+#[derive(Deserialize)]
+pub struct CallResult<'a> {
+    #[serde(borrow)]
+    pub content: First<TextItem<'a>>,
+    #[serde(rename = "isError", default)]
+    pub is_error: Option<bool>,
+}
+
+/// `ListToolsResult`: the number of tools and the cursor.
+#[derive(Deserialize)]
+pub struct ListResult<'a> {
+    pub tools: Count,
+    #[serde(rename = "nextCursor", borrow, default)]
+    pub next_cursor: Option<Cow<'a, str>>,
+}
+
+/// `ReadResourceResult`: `contents[0]`.
+#[derive(Deserialize)]
+pub struct ReadResult<'a> {
+    #[serde(borrow)]
+    pub contents: First<TextItem<'a>>,
+}
+
+/// What a parsed line is to the request the driver waits for.
+pub enum Parsed<R> {
+    /// A response to a request of ours with a `result`.
+    Result(u64, R),
+    /// A notification from the server: skipped.
+    Notification,
+}
+
+/// Parses one line as a response carrying a `result` of type `R`, or a notification;
+/// anything else (an error response, a request from the server, a bad id) is an error.
+pub fn parse<'a, R: Deserialize<'a>>(line: &'a [u8]) -> Result<Parsed<R>, String> {
+    let message: Message<'a, R> =
+        serde_json::from_slice(line).map_err(|e| format!("unparseable response ({e}): {}", excerpt(line)))?;
+    match (message.id, message.method) {
+        (Id::Absent, Some(_)) => return Ok(Parsed::Notification),
+        (_, Some(method)) => return Err(format!("unexpected request from the server: {method}")),
+        _ => {}
+    }
+    if let Some(error) = message.error {
+        return Err(format!("error response (id {:?}): {}", message.id, excerpt(error.get().as_bytes())));
+    }
+    let Id::Num(id) = message.id else {
+        return Err(format!("response with an id the driver never sent: {}", excerpt(line)));
+    };
+    match message.result {
+        Some(result) => Ok(Parsed::Result(id, result)),
+        None => Err(format!("response {id} has neither result nor error: {}", excerpt(line))),
+    }
+}
+
+/// At most 300 bytes of a line, for messages.
+pub fn excerpt(line: &[u8]) -> String {
+    let cut = line.len().min(300);
+    let mut s = String::from_utf8_lossy(&line[..cut]).into_owned();
+    if cut < line.len() {
+        s.push_str(&format!("… ({} bytes)", line.len()));
+    }
+    s
+}
+
+/// Appends `{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ID"}}}\n`.
+#[inline]
+pub fn echo_request(buf: &mut Vec<u8>, id: u64) {
+    let mut ids = itoa::Buffer::new();
+    let id = ids.format(id).as_bytes();
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    buf.extend_from_slice(id);
+    buf.extend_from_slice(br#","method":"tools/call","params":{"name":"echo","arguments":{"text":""#);
+    buf.extend_from_slice(id);
+    buf.extend_from_slice(b"\"}}}\n");
+}
+
+/// Appends a request line with `params` given as JSON text (or none).
+pub fn request(buf: &mut Vec<u8>, id: u64, method: &str, params: Option<&str>) {
+    buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+    buf.extend_from_slice(br#","method":"#);
+    buf.extend_from_slice(serde_json::Value::from(method).to_string().as_bytes());
+    if let Some(params) = params {
+        buf.extend_from_slice(br#","params":"#);
+        buf.extend_from_slice(params.as_bytes());
+    }
+    buf.extend_from_slice(b"}\n");
+}
+
+/// Checks an echo response: `content[0]` is text and equals the decimal id.
+#[inline]
+pub fn verify_echo(id: u64, result: &CallResult<'_>) -> Result<(), String> {
+    if result.is_error == Some(true) {
+        return Err(format!("echo {id} returned isError: true"));
+    }
+    let Some(item) = &result.content.0 else {
+        return Err(format!("echo {id} returned no content"));
+    };
+    let mut digits = itoa::Buffer::new();
+    let expected = digits.format(id);
+    match (&item.kind, &item.text) {
+        (Some(kind), Some(text)) if kind == "text" && text == expected => Ok(()),
+        (kind, text) => Err(format!("echo {id} returned content[0] type {kind:?} text {text:?}, expected text {expected:?}")),
+    }
+}
