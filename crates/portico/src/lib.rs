@@ -3,4 +3,6 @@
 
 pub use portico_schema as schema;
 
+#[cfg(feature = "server")]
+pub mod server;
 pub mod transport;

@@ -1,0 +1,3 @@
+//! Server-side building blocks.
+pub mod sealed;
+pub mod uri_template;
