@@ -76,6 +76,24 @@ impl Icon {
         Icon { src: src.into(), ..Default::default() }
     }
 
+    /// Sets the MIME type.
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the sizes, e.g. `["48x48"]` or `["any"]`.
+    pub fn with_sizes(mut self, sizes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.sizes = Some(sizes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the theme (`"light"` or `"dark"`).
+    pub fn with_theme(mut self, theme: impl Into<String>) -> Self {
+        self.theme = Some(theme.into());
+        self
+    }
+
     /// True when `src` uses a scheme consumers may load: `https:` or `data:` only.
     ///
     /// The spec requires consumers to refuse every other scheme (`javascript:`, `file:`,
