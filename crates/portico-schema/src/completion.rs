@@ -124,7 +124,9 @@ impl<'de> Deserialize<'de> for CompletionReference {
         match serde_util::str_member(&obj, "type") {
             Some(tags::RefPrompt::VALUE) => serde_util::decode(obj).map(CompletionReference::Prompt),
             Some(tags::RefResource::VALUE) => serde_util::decode(obj).map(CompletionReference::ResourceTemplate),
-            other => Err(serde_util::unknown_variant("completion reference", "type", other, &["ref/prompt", "ref/resource"])),
+            other => {
+                Err(serde_util::unknown_variant("completion reference", "type", other, &["ref/prompt", "ref/resource"]))
+            }
         }
     }
 }

@@ -667,7 +667,10 @@ pub struct TitledMultiSelectEnumSchema {
 impl TitledMultiSelectEnumSchema {
     /// Several among `options`.
     pub fn new(options: Vec<TitledEnumOption>) -> Self {
-        TitledMultiSelectEnumSchema { items: TitledEnumItems { any_of: options, extra: Map::new() }, ..Default::default() }
+        TitledMultiSelectEnumSchema {
+            items: TitledEnumItems { any_of: options, extra: Map::new() },
+            ..Default::default()
+        }
     }
     /// Sets the label.
     pub fn with_title(mut self, title: impl Into<String>) -> Self {

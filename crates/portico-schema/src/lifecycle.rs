@@ -129,7 +129,11 @@ pub struct InitializeRequestParams {
 
 impl InitializeRequestParams {
     /// Params asking for `protocol_version`.
-    pub fn new(protocol_version: impl Into<String>, capabilities: ClientCapabilities, client_info: Implementation) -> Self {
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
         InitializeRequestParams {
             protocol_version: protocol_version.into(),
             capabilities,
@@ -163,13 +167,12 @@ pub struct InitializeResult {
 
 impl InitializeResult {
     /// A result choosing `protocol_version`.
-    pub fn new(protocol_version: impl Into<String>, capabilities: ServerCapabilities, server_info: Implementation) -> Self {
-        InitializeResult {
-            protocol_version: protocol_version.into(),
-            capabilities,
-            server_info,
-            ..Default::default()
-        }
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ServerCapabilities,
+        server_info: Implementation,
+    ) -> Self {
+        InitializeResult { protocol_version: protocol_version.into(), capabilities, server_info, ..Default::default() }
     }
 }
 
@@ -182,7 +185,9 @@ mod tests {
         assert!(Icon::new("https://example.com/a.png").has_safe_uri());
         assert!(Icon::new("data:image/png;base64,AAAA").has_safe_uri());
         assert!(Icon::new("HTTPS://example.com/a.png").has_safe_uri());
-        for bad in ["javascript:alert(1)", "file:///etc/passwd", "http://x/a.png", "ftp://x", "ws://x", "a.png", "https:"] {
+        for bad in
+            ["javascript:alert(1)", "file:///etc/passwd", "http://x/a.png", "ftp://x", "ws://x", "a.png", "https:"]
+        {
             assert!(!Icon::new(bad).has_safe_uri(), "{bad}");
         }
     }

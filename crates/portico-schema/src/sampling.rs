@@ -374,6 +374,9 @@ mod tests {
     #[test]
     fn enums_use_the_wire_spelling() {
         assert_eq!(serde_json::to_value(IncludeContext::ThisServer).expect("ser"), json!("thisServer"));
-        assert_eq!(serde_json::to_value(ToolChoice::new(ToolChoiceMode::Required)).expect("ser"), json!({"mode": "required"}));
+        assert_eq!(
+            serde_json::to_value(ToolChoice::new(ToolChoiceMode::Required)).expect("ser"),
+            json!({"mode": "required"})
+        );
     }
 }

@@ -310,12 +310,38 @@ mod tests {
     fn result_constructors() {
         let r = CallToolResult::error("boom");
         assert!(r.is_error());
-        assert_eq!(serde_json::to_value(&r).expect("ser"), json!({"content": [{"type": "text", "text": "boom"}], "isError": true}));
+        assert_eq!(
+            serde_json::to_value(&r).expect("ser"),
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+        );
 
         let r = CallToolResult::structured(json!({"t": 22.5}));
         assert_eq!(r.content[0].as_text(), Some(r#"{"t":22.5}"#));
         assert_eq!(r.structured_content, Some(json!({"t": 22.5})));
         assert!(!r.is_error());
+    }
+
+    #[test]
+    fn unknown_members_survive_at_every_level() {
+        let wire = json!({
+            "resultType": "complete",
+            "tools": [{
+                "name": "t",
+                "inputSchema": {"type": "object", "x-schema": 1},
+                "annotations": {"readOnlyHint": true, "x-hint": "h"},
+                "x-tool": [1, 2]
+            }],
+            "ttlMs": 5,
+            "cacheScope": "private",
+            "x-result": {"nested": true}
+        });
+        let r: ListToolsResult = serde_json::from_value(wire.clone()).expect("decode");
+        assert_eq!(r.extra.get("x-result"), Some(&json!({"nested": true})));
+        assert_eq!(r.tools[0].extra.get("x-tool"), Some(&json!([1, 2])));
+        assert_eq!(r.tools[0].annotations.as_ref().and_then(|a| a.extra.get("x-hint")), Some(&json!("h")));
+        assert_eq!(r.tools[0].annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
+        assert_eq!((r.ttl_ms, r.cache_scope), (Some(5), Some(CacheScope::Private)));
+        assert_eq!(serde_json::to_value(&r).expect("encode"), wire);
     }
 
     #[test]

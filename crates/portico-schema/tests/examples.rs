@@ -166,10 +166,7 @@ const MAPPING: &[(&str, Kind)] = &[
     ("ToolListChangedNotification", Notification(NOTIFICATION_TOOLS_LIST_CHANGED, typed::<NotificationParams>)),
     ("ToolResultContent", Plain(typed::<ToolResultContent>)),
     ("ToolUseContent", Plain(typed::<ToolUseContent>)),
-    (
-        "UnsupportedProtocolVersionError",
-        ErrorResponse(-32022, Some(typed::<UnsupportedProtocolVersionData>)),
-    ),
+    ("UnsupportedProtocolVersionError", ErrorResponse(-32022, Some(typed::<UnsupportedProtocolVersionData>))),
     ("UntitledMultiSelectEnumSchema", Plain(typed::<UntitledMultiSelectEnumSchema>)),
     ("UntitledSingleSelectEnumSchema", Plain(typed::<UntitledSingleSelectEnumSchema>)),
 ];

@@ -142,7 +142,10 @@ fn weather_tool() -> Tool {
 }
 
 fn annotations() -> Annotations {
-    Annotations::new().with_audience([Role::User, Role::Assistant]).with_priority(0.5).with_last_modified("2025-01-12T15:00:58Z")
+    Annotations::new()
+        .with_audience([Role::User, Role::Assistant])
+        .with_priority(0.5)
+        .with_last_modified("2025-01-12T15:00:58Z")
 }
 
 fn all_content_blocks() -> Vec<ContentBlock> {
@@ -268,7 +271,8 @@ fn prompts() {
     }
     let result = GetPromptResult::new(messages).with_description("A review");
     assert_result("GetPromptResult", &result);
-    let params = GetPromptRequestParams::new("code_review").with_argument("code", "fn main() {}").with_meta(request_meta());
+    let params =
+        GetPromptRequestParams::new("code_review").with_argument("code", "fn main() {}").with_meta(request_meta());
     assert_valid("GetPromptRequestParams", &params);
 }
 
@@ -299,7 +303,10 @@ fn resources() {
     ]);
     assert_result("ReadResourceResult", &read);
     assert_valid("ReadResourceResult", &modern(read).with_cache(0, CacheScope::Public));
-    assert_valid("ReadResourceRequestParams", &ReadResourceRequestParams::new("file:///a.txt").with_meta(request_meta()));
+    assert_valid(
+        "ReadResourceRequestParams",
+        &ReadResourceRequestParams::new("file:///a.txt").with_meta(request_meta()),
+    );
 
     assert_valid_in(&[V2025], "SubscribeRequestParams", &SubscribeRequestParams::new("file:///a.txt"));
     assert_valid_in(&[V2025], "UnsubscribeRequestParams", &UnsubscribeRequestParams::new("file:///a.txt"));
@@ -335,8 +342,11 @@ fn lifecycle_and_discovery() {
     assert_valid_in(&[V2026], "DiscoverResult", &discover);
     let discover_response = JSONRPCResultResponse::new(RequestId::Number(1), json!(discover));
     assert_valid_in(&[V2026], "DiscoverResultResponse", &discover_response);
-    let discover_request =
-        JSONRPCRequest::new(RequestId::Number(1), methods::SERVER_DISCOVER, Some(json!(DiscoverRequestParams::new(request_meta()))));
+    let discover_request = JSONRPCRequest::new(
+        RequestId::Number(1),
+        methods::SERVER_DISCOVER,
+        Some(json!(DiscoverRequestParams::new(request_meta()))),
+    );
     assert_valid_in(&[V2026], "DiscoverRequest", &discover_request);
     assert_valid("PaginatedRequestParams", &PaginatedRequestParams::new().with_cursor("c").with_meta(request_meta()));
     assert_valid_in(&[V2025], "PaginatedRequestParams", &PaginatedRequestParams::new());
@@ -362,7 +372,10 @@ fn form_schema() -> RequestedSchema {
         .with_property("subscribe", BooleanSchema::new().with_title("Subscribe").with_default(false))
         .with_property("size", UntitledSingleSelectEnumSchema::new(["S", "M", "L"]).with_default("M"))
         .with_property("color", TitledSingleSelectEnumSchema::new(colors.to_vec()).with_title("Color"))
-        .with_property("tags", UntitledMultiSelectEnumSchema::new(["a", "b"]).with_items(Some(1), Some(2)).with_default(["a"]))
+        .with_property(
+            "tags",
+            UntitledMultiSelectEnumSchema::new(["a", "b"]).with_items(Some(1), Some(2)).with_default(["a"]),
+        )
         .with_property("palette", TitledMultiSelectEnumSchema::new(colors.to_vec()).with_default(["#FF0000"]))
         .with_property("legacy", LegacyTitledEnumSchema::new(["x", "y"], ["Ex", "Why"]))
 }
@@ -398,22 +411,31 @@ fn elicitation() {
     assert_valid_in(&[V2025], "ElicitRequestURLParams", &url_2025);
     assert!(!validation_errors(V2025, "ElicitRequestURLParams", &json!(url)).is_empty(), "2025 needs elicitationId");
 
-    let accepted = ElicitResult::accept(object(json!({"email": "a@example.com", "age": 30, "tags": ["a"], "subscribe": true})));
+    let accepted =
+        ElicitResult::accept(object(json!({"email": "a@example.com", "age": 30, "tags": ["a"], "subscribe": true})));
     for result in [accepted, ElicitResult::decline(), ElicitResult::cancel()] {
         assert_valid("ElicitResult", &result);
     }
     assert_valid_in(&[V2026], "ElicitRequest", &ElicitRequest::new(form));
-    assert_valid_in(&[V2025], "ElicitationCompleteNotification", &JSONRPCNotification::new(
-        methods::NOTIFICATION_ELICITATION_COMPLETE,
-        Some(json!(ElicitationCompleteNotificationParams::new("e-1"))),
-    ));
+    assert_valid_in(
+        &[V2025],
+        "ElicitationCompleteNotification",
+        &JSONRPCNotification::new(
+            methods::NOTIFICATION_ELICITATION_COMPLETE,
+            Some(json!(ElicitationCompleteNotificationParams::new("e-1"))),
+        ),
+    );
 }
 
 fn sampling_params() -> CreateMessageRequestParams {
     let question = SamplingMessage::user_text("Weather in Paris?");
     let call = SamplingMessage::new(
         Role::Assistant,
-        vec![SamplingMessageContentBlock::from(ToolUseContent::new("c1", "get_weather", object(json!({"city": "Paris"}))))],
+        vec![SamplingMessageContentBlock::from(ToolUseContent::new(
+            "c1",
+            "get_weather",
+            object(json!({"city": "Paris"})),
+        ))],
     );
     let answer = SamplingMessage::new(
         Role::User,
@@ -446,9 +468,14 @@ fn sampling() {
     assert_valid("ToolChoice", &params.tool_choice);
     assert_valid_in(&[V2026], "CreateMessageRequest", &CreateMessageRequest::new(params));
 
-    let text = CreateMessageResult::new(SamplingMessageContentBlock::text("Paris"), "claude").with_stop_reason("endTurn");
+    let text =
+        CreateMessageResult::new(SamplingMessageContentBlock::text("Paris"), "claude").with_stop_reason("endTurn");
     let tools = CreateMessageResult::new(
-        vec![SamplingMessageContentBlock::from(ToolUseContent::new("c2", "get_weather", object(json!({"city": "Rome"}))))],
+        vec![SamplingMessageContentBlock::from(ToolUseContent::new(
+            "c2",
+            "get_weather",
+            object(json!({"city": "Rome"})),
+        ))],
         "claude",
     )
     .with_stop_reason("toolUse");
@@ -469,12 +496,22 @@ fn multi_round_trip() {
     for request in result.input_requests.iter().flat_map(|r| r.values()) {
         assert_valid_in(&[V2026], "InputRequest", request);
     }
-    assert_valid_in(&[V2026], "CallToolResultResponse", &JSONRPCResultResponse::new(RequestId::Number(3), json!(result)));
+    assert_valid_in(
+        &[V2026],
+        "CallToolResultResponse",
+        &JSONRPCResultResponse::new(RequestId::Number(3), json!(result)),
+    );
 
     let responses: InputResponses = [
         ("form".to_owned(), InputResponse::from(ElicitResult::accept(object(json!({"email": "a@b.c"}))))),
-        ("sample".to_owned(), InputResponse::from(CreateMessageResult::new(SamplingMessageContentBlock::text("ok"), "m"))),
-        ("roots".to_owned(), InputResponse::from(ListRootsResult::new(vec![Root::new("file:///home/u").with_name("home")]))),
+        (
+            "sample".to_owned(),
+            InputResponse::from(CreateMessageResult::new(SamplingMessageContentBlock::text("ok"), "m")),
+        ),
+        (
+            "roots".to_owned(),
+            InputResponse::from(ListRootsResult::new(vec![Root::new("file:///home/u").with_name("home")])),
+        ),
     ]
     .into();
     assert_valid_in(&[V2026], "InputResponses", &responses);
@@ -490,14 +527,19 @@ fn roots_completion_subscriptions_notifications() {
     assert_valid("Root", &roots.roots[0]);
     assert_valid_in(&[V2026], "ListRootsRequest", &ListRootsRequest::new());
 
-    let complete = CompleteRequestParams::new(CompletionReference::prompt("code_review"), CompleteArgument::new("language", "py"))
-        .with_context_argument("framework", "flask")
-        .with_meta(request_meta());
+    let complete =
+        CompleteRequestParams::new(CompletionReference::prompt("code_review"), CompleteArgument::new("language", "py"))
+            .with_context_argument("framework", "flask")
+            .with_meta(request_meta());
     assert_valid("CompleteRequestParams", &complete);
-    assert_valid("CompleteRequestParams", &CompleteRequestParams::new(
-        ResourceTemplateReference::new("file:///{path}"),
-        CompleteArgument::new("path", "sr"),
-    ).with_meta(request_meta()));
+    assert_valid(
+        "CompleteRequestParams",
+        &CompleteRequestParams::new(
+            ResourceTemplateReference::new("file:///{path}"),
+            CompleteArgument::new("path", "sr"),
+        )
+        .with_meta(request_meta()),
+    );
     assert_valid("PromptReference", &PromptReference::new("code_review"));
     assert_valid("ResourceTemplateReference", &ResourceTemplateReference::new("file:///{path}"));
     let many = CompleteResult::new((0..150).map(|i| format!("v{i}")));
@@ -509,33 +551,57 @@ fn roots_completion_subscriptions_notifications() {
         .with_resources_list_changed()
         .with_resource_subscription("file:///project/config.json");
     assert_valid_in(&[V2026], "SubscriptionFilter", &filter);
-    assert_valid_in(&[V2026], "SubscriptionsListenRequestParams", &SubscriptionsListenRequestParams::new(filter.clone()).with_meta(request_meta()));
+    assert_valid_in(
+        &[V2026],
+        "SubscriptionsListenRequestParams",
+        &SubscriptionsListenRequestParams::new(filter.clone()).with_meta(request_meta()),
+    );
     let ack = SubscriptionsAcknowledgedNotificationParams::new(RequestId::from("listen-1"), filter);
     assert_valid_in(&[V2026], "SubscriptionsAcknowledgedNotificationParams", &ack);
-    assert_valid_in(&[V2026], "SubscriptionsListenResult", &modern(SubscriptionsListenResult::new(RequestId::from("listen-1"))));
+    assert_valid_in(
+        &[V2026],
+        "SubscriptionsListenResult",
+        &modern(SubscriptionsListenResult::new(RequestId::from("listen-1"))),
+    );
 
-    assert_valid("CancelledNotificationParams", &CancelledNotificationParams::new(Some(RequestId::Number(4))).with_reason("user"));
+    assert_valid(
+        "CancelledNotificationParams",
+        &CancelledNotificationParams::new(Some(RequestId::Number(4))).with_reason("user"),
+    );
     assert_valid_in(&[V2025], "CancelledNotificationParams", &CancelledNotificationParams::new(None));
-    assert!(!validation_errors(V2026, "CancelledNotificationParams", &json!(CancelledNotificationParams::new(None))).is_empty());
+    assert!(
+        !validation_errors(V2026, "CancelledNotificationParams", &json!(CancelledNotificationParams::new(None)))
+            .is_empty()
+    );
     let progress = ProgressNotificationParams::new("tok", 50.0).with_total(100.0).with_message("halfway");
     assert_valid("ProgressNotificationParams", &progress);
-    assert_valid("ProgressNotification", &JSONRPCNotification::new(methods::NOTIFICATION_PROGRESS, Some(json!(progress))));
+    assert_valid(
+        "ProgressNotification",
+        &JSONRPCNotification::new(methods::NOTIFICATION_PROGRESS, Some(json!(progress))),
+    );
     assert_valid(
         "LoggingMessageNotificationParams",
         &LoggingMessageNotificationParams::new(LoggingLevel::Warning, json!({"disk": "low"})).with_logger("fs"),
     );
     assert_valid("NotificationParams", &NotificationParams::new());
-    assert_valid_in(&[V2026], "ToolListChangedNotification", &JSONRPCNotification::new(
-        methods::NOTIFICATION_TOOLS_LIST_CHANGED,
-        Some(json!(NotificationParams::for_subscription(RequestId::from("listen-1")))),
-    ));
+    assert_valid_in(
+        &[V2026],
+        "ToolListChangedNotification",
+        &JSONRPCNotification::new(
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            Some(json!(NotificationParams::for_subscription(RequestId::from("listen-1")))),
+        ),
+    );
 }
 
 #[test]
 fn errors_with_data() {
     let unsupported = JSONRPCErrorResponse::new(
         Some(RequestId::Number(1)),
-        ErrorObject::unsupported_protocol_version("1900-01-01", [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25]),
+        ErrorObject::unsupported_protocol_version(
+            "1900-01-01",
+            [ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25],
+        ),
     );
     assert_valid_in(&[V2026], "UnsupportedProtocolVersionError", &unsupported);
     let missing = JSONRPCErrorResponse::new(
@@ -545,14 +611,21 @@ fn errors_with_data() {
     assert_valid_in(&[V2026], "MissingRequiredClientCapabilityError", &missing);
     let mismatch = JSONRPCErrorResponse::new(None, ErrorObject::header_mismatch("Mcp-Name does not match params.name"));
     assert_valid_in(&[V2026], "HeaderMismatchError", &mismatch);
-    assert_valid_in(&[V2026], "InvalidParamsError", &ErrorObject::resource_not_found("file:///x", ProtocolVersion::V2026_07_28));
+    assert_valid_in(
+        &[V2026],
+        "InvalidParamsError",
+        &ErrorObject::resource_not_found("file:///x", ProtocolVersion::V2026_07_28),
+    );
     assert_valid_in(&[V2026], "ParseError", &ErrorObject::parse_error("bad json"));
     assert_valid_in(&[V2026], "MethodNotFoundError", &ErrorObject::method_not_found("foo/bar"));
     assert_valid_in(&[V2026], "InternalError", &ErrorObject::internal_error("oops"));
-    assert_valid("JSONRPCErrorResponse", &JSONRPCErrorResponse::new(
-        Some(RequestId::from("r")),
-        ErrorObject::resource_not_found("file:///x", ProtocolVersion::V2025_11_25),
-    ));
+    assert_valid(
+        "JSONRPCErrorResponse",
+        &JSONRPCErrorResponse::new(
+            Some(RequestId::from("r")),
+            ErrorObject::resource_not_found("file:///x", ProtocolVersion::V2025_11_25),
+        ),
+    );
 
     let url_required = JSONRPCErrorResponse::new(
         Some(RequestId::Number(5)),
@@ -563,6 +636,9 @@ fn errors_with_data() {
     assert_valid_in(&[V2025], "URLElicitationRequiredError", &url_required);
 
     // A wrong code is caught.
-    let wrong = JSONRPCErrorResponse::new(None, ErrorObject::new(ErrorCode(-32000), "x").with_data(json!({"supported": [], "requested": "x"})));
+    let wrong = JSONRPCErrorResponse::new(
+        None,
+        ErrorObject::new(ErrorCode(-32000), "x").with_data(json!({"supported": [], "requested": "x"})),
+    );
     assert!(!validation_errors(V2026, "UnsupportedProtocolVersionError", &json!(wrong)).is_empty());
 }
