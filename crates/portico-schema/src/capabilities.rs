@@ -237,3 +237,15 @@ impl ResourcesCapability {
         }
     }
 }
+
+/// Turns a JSON object literal (such as `serde_json::json!({...})`) into a [`JsonObject`], e.g.
+/// for a tool's input schema.
+///
+/// # Panics
+/// When `value` is not an object: a programming error in a literal, found at startup.
+pub fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(m) => m,
+        other => panic!("expected a JSON object, got {other}"),
+    }
+}

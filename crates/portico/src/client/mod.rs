@@ -332,9 +332,10 @@ impl Inner {
         let mut out = InputResponses::new();
         for (key, request) in requests {
             let response = match request {
-                InputRequest::Elicit(p) => handler.elicit(p).await.map(InputResponse::ElicitResult),
-                InputRequest::Sample(p) => handler.create_message(p).await.map(InputResponse::CreateMessageResult),
-                InputRequest::Roots(_) => handler.list_roots().await.map(InputResponse::ListRootsResult),
+                InputRequest::Elicitation(r) => handler.elicit(r.params).await.map(InputResponse::Elicitation),
+                InputRequest::Sampling(r) => handler.create_message(r.params).await.map(InputResponse::Sampling),
+                InputRequest::ListRoots(_) => handler.list_roots().await.map(InputResponse::ListRoots),
+                _ => return Err(Error::misbehaved(format!("unknown input request kind for {key}"))),
             };
             let response = response.map_err(|e| Error::local(format!("the client could not answer input request {key}: {}", e.message)))?;
             out.insert(key, response);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use portico_schema::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, Implementation,
-    InputRequest, InputResponse, ListRootsRequestParams, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    InputRequest, InputResponse, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
 use serde_json::Value;
@@ -194,7 +194,7 @@ impl RequestContext {
         let raw = self.ask(Ask::Elicit(params)).await?;
         match raw {
             Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::ElicitResult(r)) => Ok(r),
+            Answer::Modern(InputResponse::Elicitation(r)) => Ok(r),
             Answer::Modern(_) => Err(Error::misbehaved("the client answered an elicitation with another kind of result")),
         }
     }
@@ -207,7 +207,7 @@ impl RequestContext {
         let raw = self.ask(Ask::Sample(params)).await?;
         match raw {
             Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::CreateMessageResult(r)) => Ok(r),
+            Answer::Modern(InputResponse::Sampling(r)) => Ok(r),
             Answer::Modern(_) => Err(Error::misbehaved("the client answered a sampling request with another kind of result")),
         }
     }
@@ -220,7 +220,7 @@ impl RequestContext {
         let raw = self.ask(Ask::Roots).await?;
         match raw {
             Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::ListRootsResult(r)) => Ok(r),
+            Answer::Modern(InputResponse::ListRoots(r)) => Ok(r),
             Answer::Modern(_) => Err(Error::misbehaved("the client answered a roots request with another kind of result")),
         }
     }
@@ -248,9 +248,9 @@ impl RequestContext {
                 *crate::rpc::lock(&state.missing_capability) = Some(required);
             } else {
                 let request = match ask {
-                    Ask::Elicit(p) => InputRequest::Elicit(p),
-                    Ask::Sample(p) => InputRequest::Sample(p),
-                    Ask::Roots => InputRequest::Roots(ListRootsRequestParams::default()),
+                    Ask::Elicit(p) => InputRequest::elicit(p),
+                    Ask::Sample(p) => InputRequest::sampling(p),
+                    Ask::Roots => InputRequest::list_roots(),
                 };
                 crate::rpc::lock(&state.needed).insert(key, request);
             }

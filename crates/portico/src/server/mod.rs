@@ -11,11 +11,11 @@
 //! # async fn run() -> Result<(), portico::Error> {
 //! let server = Server::builder(Implementation::new("hello", "1.0.0"))
 //!     .tool(
-//!         Tool::new("greet", serde_json::json!({
+//!         Tool::new("greet", portico::schema::object(serde_json::json!({
 //!             "type": "object",
 //!             "properties": { "name": { "type": "string" } },
 //!             "required": ["name"]
-//!         })),
+//!         }))),
 //!         |args: Greet| async move { format!("Hello, {}!", args.name) },
 //!     )
 //!     .build();

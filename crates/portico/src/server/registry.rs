@@ -46,7 +46,7 @@ where
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
     A: DeserializeOwned,
-    R: IntoCallToolResult,
+    R: IntoCallToolResult + 'static,
 {
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, _cx| {
@@ -61,7 +61,7 @@ where
     F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
     A: DeserializeOwned,
-    R: IntoCallToolResult,
+    R: IntoCallToolResult + 'static,
 {
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, cx| {

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use portico_schema::{
-    CacheScope, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
+    CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta, ResultEnvelope, ResultType,
@@ -216,6 +216,7 @@ impl Session {
         let known = match r {
             CompletionReference::Prompt(p) => reg.prompts.contains_key(&p.name),
             CompletionReference::ResourceTemplate(t) => reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri),
+            _ => false,
         };
         if known { Ok(()) } else { Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server")) }
     }
@@ -258,8 +259,8 @@ impl Session {
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
         };
-        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
         let fut = match (entry.handler)(p.arguments, cx) {
             Ok(fut) => fut,
@@ -269,7 +270,7 @@ impl Session {
             }
             Err(e) => return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name))),
         };
-        match input::run(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        match input::run(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
@@ -302,13 +303,13 @@ impl Session {
                 return Err(ErrorObject::invalid_params(format!("missing required argument {} of prompt {}", arg.name, entry.def.name)));
             }
         }
-        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
         let fut = (entry.handler)(p.arguments, cx).map_err(|e| ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name)))?;
         let version = era.version;
         let fut = fut.map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version))).boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::get_prompt_result),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
@@ -320,12 +321,12 @@ impl Session {
         let Some((handler, rr)) = found else {
             return Err(super::HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
         };
-        let binding = input::binding(&req.method, &p.uri, None);
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.uri, None);
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
         let version = era.version;
         let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish(r, &era),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
@@ -344,9 +345,8 @@ impl Session {
         honored.resource_subscriptions = honored.resource_subscriptions.filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
         let sub_id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
         let mut meta = Meta::new();
-        meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id.clone());
-        let mut ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(honored.clone());
-        ack.meta = Some(meta.clone());
+        meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id);
+        let ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(req.id.clone(), honored.clone());
         let mut events = self.server.subscribe_events();
         peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack)).await.map_err(|_| ErrorObject::internal_error("connection closed"))?;
         let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
@@ -372,15 +372,13 @@ impl Session {
                 break;
             }
         }
-        let mut r = portico_schema::SubscriptionsListenResult::new();
-        r.meta = Some(meta);
-        self.finish(r, &era)
+        self.finish(portico_schema::SubscriptionsListenResult::new(req.id.clone()), &era)
     }
 
     fn input_state(
         &self,
         era: &Era,
-        binding: &[u8],
+        binding: impl FnOnce() -> Vec<u8>,
         request_state: Option<&str>,
         responses: Option<portico_schema::InputResponses>,
     ) -> Result<Option<Arc<InputState>>, ErrorObject> {

@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use portico::schema::*;
 use portico::server::{HandlerError, Json, RequestContext, ResourceRequest, Server};
 use portico::transport::memory::{self, MemoryReader, MemoryTransport, MemoryWriter};
-use portico::transport::{FrameReader, FrameWriter, ReadError, Transport};
+use portico::transport::{FrameWriter, Transport};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -108,24 +107,24 @@ impl Drop for OnDrop {
     }
 }
 
-fn object(props: Value, required: &[&str]) -> JsonObject {
-    json!({"type": "object", "properties": props, "required": required}).as_object().cloned().expect("object")
+fn schema(props: Value, required: &[&str]) -> JsonObject {
+    object(json!({"type": "object", "properties": props, "required": required}))
 }
 
 pub fn fixture_server(probes: Arc<Probes>) -> Server {
     let p2 = probes.clone();
     Server::builder(Implementation::new("fixture", "1.0.0").with_title("Fixture server"))
         .instructions("Use echo to test.")
-        .tool(Tool::new("echo", object(json!({"text": {"type": "string"}}), &["text"])).with_description("Echoes text"), |a: Echo| async move {
+        .tool(Tool::new("echo", schema(json!({"text": {"type": "string"}}), &["text"])).with_description("Echoes text"), |a: Echo| async move {
             a.text
         })
         .tool(
-            Tool::new("add", object(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]))
-                .with_output_schema(object(json!({"sum": {"type": "integer"}}), &["sum"])),
+            Tool::new("add", schema(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]))
+                .with_output_schema(schema(json!({"sum": {"type": "integer"}}), &["sum"])),
             |a: Add| async move { Json(json!({"sum": a.a + a.b})) },
         )
-        .tool(Tool::new("fail", object(json!({}), &[])), |_: Empty| async move { Err::<String, _>("the disk is full") })
-        .tool(Tool::new("sleep", object(json!({"ms": {"type": "integer"}}), &["ms"])), move |a: Sleep| {
+        .tool(Tool::new("fail", schema(json!({}), &[])), |_: Empty| async move { Err::<String, _>("the disk is full") })
+        .tool(Tool::new("sleep", schema(json!({"ms": {"type": "integer"}}), &["ms"])), move |a: Sleep| {
             let probes = p2.clone();
             async move {
                 probes.sleeping.fetch_add(1, Ordering::SeqCst);
@@ -135,24 +134,24 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
                 "ok".to_string()
             }
         })
-        .tool(Tool::new("progress", object(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
+        .tool(Tool::new("progress", schema(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
             for i in [0.0, 50.0, 50.0, 100.0] {
                 cx.progress(i, Some(100.0), Some("working")).await.map_err(|e| e.to_string())?;
             }
             Ok::<_, String>("done".to_string())
         })
-        .tool(Tool::new("log", object(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
+        .tool(Tool::new("log", schema(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
             cx.log(LoggingLevel::Debug, Some("fixture"), "debug line").await.map_err(|e| e.to_string())?;
             cx.log(LoggingLevel::Warning, Some("fixture"), json!({"msg": "warning line"})).await.map_err(|e| e.to_string())?;
             Ok::<_, String>("logged".to_string())
         })
-        .tool(Tool::new("ask", object(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
-            let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
-            let params = ElicitRequestParams::form("What is your name?", schema.as_object().cloned().unwrap_or_default());
+        .tool(Tool::new("ask", schema(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
+            let form = RequestedSchema::new().with_required_property("name", StringSchema::new());
+            let params = ElicitRequestParams::from(ElicitRequestFormParams::new("What is your name?", form));
             let answer = cx.elicit(params).await.map_err(|e| e.to_string())?;
             let name = answer.content.as_ref().and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("nobody").to_owned();
             // A second round: sampling, then roots.
-            let msg = CreateMessageRequestParams::new(vec![SamplingMessage::text(Role::User, format!("Say hi to {name}"))], 50);
+            let msg = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(format!("Say hi to {name}"))], 50);
             let sampled = cx.create_message(msg).await.map_err(|e| e.to_string())?;
             let said = match sampled.content {
                 SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text,
@@ -171,8 +170,8 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
                 None => Err(HandlerError::internal("no id")),
             }
         })
-        .prompt(Prompt::new("explain").with_arguments(vec![PromptArgument::new("topic").required()]), |a: PromptArgs| async move {
-            Ok(GetPromptResult::new(vec![PromptMessage::text(Role::User, format!("Explain {}", a.topic))]))
+        .prompt(Prompt::new("explain").with_argument(PromptArgument::new("topic").with_required(true)), |a: PromptArgs| async move {
+            Ok(GetPromptResult::new(vec![PromptMessage::user(format!("Explain {}", a.topic))]))
         })
         .completion(|p: CompleteRequestParams, _: RequestContext| async move {
             let all = ["python", "pytorch", "rust"];
@@ -197,7 +196,7 @@ impl portico::client::ClientHandler for Handler {
     fn create_message(&self, params: CreateMessageRequestParams) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
         Box::pin(async move {
             let n = params.messages.len();
-            Ok(CreateMessageResult::new(Role::Assistant, SamplingContent::Single(SamplingMessageContentBlock::text(format!("hi ({n})"))), "test-model"))
+            Ok(CreateMessageResult::new(SamplingMessageContentBlock::text(format!("hi ({n})")), "test-model"))
         })
     }
     fn elicit(&self, _params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
@@ -274,6 +273,7 @@ pub fn validate_wire(wire: &Wire, version: ProtocolVersion) {
         assert!(errors.is_empty(), "{side} emitted an invalid {def} for {version}:\n{instance}\n{errors:#?}");
         checked += 1;
     }
+    eprintln!("validated {checked} messages against {version}");
     assert!(checked > 0, "nothing was validated");
 }
 
@@ -322,5 +322,3 @@ fn result_def(method: &str) -> Option<String> {
         _ => format!("{p}Result"),
     })
 }
-
-pub fn _unused(_: Bytes, _: Result<(), ReadError>, _: &dyn FrameReader) {}
