@@ -212,3 +212,15 @@ async fn auto_mode_detects_the_stateless_era() {
     assert!(d.supported_versions.iter().any(|v| v == "2025-11-25"));
     assert!(d.ttl_ms.is_some() && d.cache_scope.is_some(), "cacheable result carries hints");
 }
+
+#[test]
+#[should_panic(expected = "emitted an invalid")]
+fn the_wire_validator_rejects_invalid_messages() {
+    let wire = Wire::default();
+    let mut frames = wire.0.lock().expect("wire");
+    frames.push(("client", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}})));
+    // priority must be within 0..=1.
+    frames.push(("server", json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "t", "annotations": {"priority": 5}}]}})));
+    drop(frames);
+    validate_wire(&wire, ProtocolVersion::V2025_11_25);
+}
