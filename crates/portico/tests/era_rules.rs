@@ -80,7 +80,11 @@ async fn stateless_requests_need_meta_a_known_version_and_capabilities() {
 
     // Methods the stateless era removed.
     for method in ["ping", "logging/setLevel", "resources/subscribe"] {
-        assert_eq!(code(&raw.call(method, json!({"_meta": meta(json!({})), "level": "info", "uri": "test://static"})).await), -32601, "{method}");
+        assert_eq!(
+            code(&raw.call(method, json!({"_meta": meta(json!({})), "level": "info", "uri": "test://static"})).await),
+            -32601,
+            "{method}"
+        );
     }
 }
 
@@ -96,7 +100,11 @@ async fn stateless_results_carry_result_type_server_info_and_cache_hints() {
         ("prompts/list", json!({}), true),
         ("prompts/get", json!({"name": "explain", "arguments": {"topic": "x"}}), false),
         ("tools/call", json!({"name": "echo", "arguments": {"text": "x"}}), false),
-        ("completion/complete", json!({"ref": {"type": "ref/prompt", "name": "explain"}, "argument": {"name": "topic", "value": "r"}}), false),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "explain"}, "argument": {"name": "topic", "value": "r"}}),
+            false,
+        ),
     ] {
         let mut p = params;
         p["_meta"] = meta(json!({}));
@@ -123,7 +131,11 @@ async fn request_state_is_sealed_bound_and_round_tripped() {
     let first = raw.call("tools/call", call(json!({}))).await;
     let r = &first["result"];
     assert_eq!(r["resultType"], "input_required", "{first}");
-    let (key, req) = r["inputRequests"].as_object().and_then(|m| m.iter().next()).map(|(k, v)| (k.clone(), v.clone())).expect("one request");
+    let (key, req) = r["inputRequests"]
+        .as_object()
+        .and_then(|m| m.iter().next())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .expect("one request");
     assert_eq!(req["method"], "elicitation/create");
     let state = r["requestState"].as_str().expect("state").to_owned();
     let answer = json!({key.clone(): {"action": "accept", "content": {"name": "Ada"}}});
@@ -157,7 +169,8 @@ async fn request_state_is_sealed_bound_and_round_tripped() {
 #[tokio::test]
 async fn handshake_negotiates_and_gates() {
     let mut raw = Raw::new();
-    let init = |v: &str| json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}});
+    let init =
+        |v: &str| json!({"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}});
     let r = raw.call("initialize", init("1999-01-01")).await;
     assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "unknown version countered with the latest");
     assert!(r["result"].get("resultType").is_none(), "no resultType in the handshake era");
@@ -182,7 +195,11 @@ async fn handshake_negotiates_and_gates() {
 async fn batches_only_in_2025_03_26() {
     for (version, accepted) in [("2025-03-26", true), ("2025-11-25", false)] {
         let mut raw = Raw::new();
-        raw.call("initialize", json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}})).await;
+        raw.call(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}),
+        )
+        .await;
         raw.send(json!([
             {"jsonrpc": "2.0", "id": "a", "method": "ping"},
             {"jsonrpc": "2.0", "method": "notifications/initialized"},

@@ -60,15 +60,26 @@ async fn every_method_in_every_revision() {
         let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["add", "ask", "echo", "fail", "log", "progress", "sleep"], "{ctx}: sorted, deterministic");
         let add = tools.iter().find(|t| t.name == "add").expect("add");
-        assert_eq!(add.output_schema.is_some(), version >= ProtocolVersion::V2025_06_18, "{ctx}: outputSchema by revision");
-        assert_eq!(text(&client.call_tool("echo", json!({"text": "hé \"quoted\"\n"})).await.expect("echo")), "hé \"quoted\"\n");
+        assert_eq!(
+            add.output_schema.is_some(),
+            version >= ProtocolVersion::V2025_06_18,
+            "{ctx}: outputSchema by revision"
+        );
+        assert_eq!(
+            text(&client.call_tool("echo", json!({"text": "hé \"quoted\"\n"})).await.expect("echo")),
+            "hé \"quoted\"\n"
+        );
         let sum = client.call_tool("add", json!({"a": 2, "b": 40})).await.expect("add");
         if version >= ProtocolVersion::V2025_06_18 {
             assert_eq!(sum.structured_content, Some(json!({"sum": 42})), "{ctx}");
         } else {
             assert_eq!(sum.structured_content, None, "{ctx}: no structuredContent before 2025-06-18");
         }
-        assert_eq!(serde_json::from_str::<Value>(&text(&sum)).expect("text copy"), json!({"sum": 42}), "{ctx}: text copy");
+        assert_eq!(
+            serde_json::from_str::<Value>(&text(&sum)).expect("text copy"),
+            json!({"sum": 42}),
+            "{ctx}: text copy"
+        );
         let failed = client.call_tool("fail", json!({})).await.expect("tool errors are results");
         assert_eq!(failed.is_error, Some(true));
         assert_eq!(text(&failed), "the disk is full");
@@ -80,7 +91,11 @@ async fn every_method_in_every_revision() {
             assert_eq!(r.is_error, Some(true), "{ctx}");
             assert!(text(&r).contains("invalid arguments"), "{ctx}");
         } else {
-            assert_eq!(bad.expect_err("protocol error").peer_error().map(|e| e.code), Some(ErrorCode::INVALID_PARAMS), "{ctx}");
+            assert_eq!(
+                bad.expect_err("protocol error").peer_error().map(|e| e.code),
+                Some(ErrorCode::INVALID_PARAMS),
+                "{ctx}"
+            );
         }
 
         // Progress: 0, 50, 100 — the repeated 50 is dropped by the server.
@@ -96,7 +111,11 @@ async fn every_method_in_every_revision() {
         client.call_tool("log", json!({})).await.expect("log");
         assert!(eventually(|| !rec.logs.lock().expect("logs").is_empty()).await, "{ctx}: a log arrives");
         let logs = rec.logs.lock().expect("logs").clone();
-        assert_eq!(logs.iter().map(|l| l.level).collect::<Vec<_>>(), vec![LoggingLevel::Warning], "{ctx}: debug filtered out");
+        assert_eq!(
+            logs.iter().map(|l| l.level).collect::<Vec<_>>(),
+            vec![LoggingLevel::Warning],
+            "{ctx}: debug filtered out"
+        );
 
         // Input requests: elicitation, sampling and roots through one handler API.
         let asked = client.call_tool("ask", json!({})).await.expect("ask");
@@ -125,7 +144,10 @@ async fn every_method_in_every_revision() {
         let e = client.get_prompt("explain", []).await.expect_err("missing argument");
         assert_eq!(e.peer_error().map(|e| e.code), Some(ErrorCode::INVALID_PARAMS));
         let c = client
-            .complete(CompleteRequestParams::new(CompletionReference::prompt("explain"), CompleteArgument::new("topic", "py")))
+            .complete(CompleteRequestParams::new(
+                CompletionReference::prompt("explain"),
+                CompleteArgument::new("topic", "py"),
+            ))
             .await
             .expect("complete");
         assert_eq!(c.completion.values, vec!["python", "pytorch"], "{ctx}");
@@ -142,7 +164,9 @@ async fn cancellation_stops_the_handler_in_both_eras() {
         let token = CancellationToken::new();
         let c2 = client.clone();
         let t2 = token.clone();
-        let call = tokio::spawn(async move { c2.call_tool_with("sleep", json!({"ms": 60_000}), CallOptions::new().with_cancel(t2)).await });
+        let call = tokio::spawn(async move {
+            c2.call_tool_with("sleep", json!({"ms": 60_000}), CallOptions::new().with_cancel(t2)).await
+        });
         assert!(eventually(|| probes.sleeping.load(Ordering::SeqCst) == 1).await);
         token.cancel();
         let e = call.await.expect("join").expect_err("cancelled");
@@ -150,8 +174,15 @@ async fn cancellation_stops_the_handler_in_both_eras() {
         assert!(eventually(|| probes.cancelled.load(Ordering::SeqCst) == 1).await, "the server dropped the handler");
         // No response was sent for the cancelled request.
         let frames = wire.frames();
-        let sleep_id = frames.iter().find(|(s, m)| *s == "client" && m["params"]["name"] == "sleep").map(|(_, m)| m["id"].clone()).expect("sent");
-        assert!(!frames.iter().any(|(s, m)| *s == "server" && m.get("id") == Some(&sleep_id)), "no response after cancellation");
+        let sleep_id = frames
+            .iter()
+            .find(|(s, m)| *s == "client" && m["params"]["name"] == "sleep")
+            .map(|(_, m)| m["id"].clone())
+            .expect("sent");
+        assert!(
+            !frames.iter().any(|(s, m)| *s == "server" && m.get("id") == Some(&sleep_id)),
+            "no response after cancellation"
+        );
         client.close().await;
     }
 }
@@ -197,10 +228,21 @@ async fn list_changed_reaches_clients_in_both_eras() {
     server.notify_resource_updated("test://static");
     assert!(eventually(|| rec.tools_changed.load(Ordering::SeqCst) == 1).await);
     assert!(eventually(|| rec.updated.lock().expect("u").len() == 1).await);
-    let notes: Vec<_> = wire.frames().into_iter().filter(|(s, m)| *s == "server" && m["method"] == "notifications/tools/list_changed").collect();
-    assert!(notes[0].1["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(), "subscription id on every listen notification");
+    let notes: Vec<_> = wire
+        .frames()
+        .into_iter()
+        .filter(|(s, m)| *s == "server" && m["method"] == "notifications/tools/list_changed")
+        .collect();
+    assert!(
+        notes[0].1["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"].is_number(),
+        "subscription id on every listen notification"
+    );
     drop(sub);
-    assert!(eventually(|| wire.frames().iter().any(|(s, m)| *s == "client" && m["method"] == "notifications/cancelled")).await, "dropping the subscription cancels it");
+    assert!(
+        eventually(|| wire.frames().iter().any(|(s, m)| *s == "client" && m["method"] == "notifications/cancelled"))
+            .await,
+        "dropping the subscription cancels it"
+    );
     validate_wire(&wire, ProtocolVersion::V2026_07_28);
 }
 

@@ -31,7 +31,7 @@ use portico_schema::{
     DiscoverRequestParams, DiscoverResult, EmptyResult, ErrorCode, GetPromptRequestParams, GetPromptResult,
     Implementation, InitializeRequestParams, InitializeResult, InputRequest, InputRequiredResult, InputResponse,
     InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, Prompt, ProgressNotificationParams, ProtocolVersion,
+    LoggingLevel, PaginatedRequestParams, ProgressNotificationParams, Prompt, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResult, RequestId, RequestMeta, Resource, ResourceTemplate, ResultType,
     ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
     SubscriptionsListenRequestParams, Tool, methods,
@@ -269,7 +269,11 @@ struct Peek {
 
 impl Inner {
     fn options(&self, call: &CallOptions) -> (RequestOptions, Option<portico_schema::ProgressToken>) {
-        let mut o = RequestOptions { timeout: call.timeout.unwrap_or(self.timeout), cancel: call.cancel.clone(), ..Default::default() };
+        let mut o = RequestOptions {
+            timeout: call.timeout.unwrap_or(self.timeout),
+            cancel: call.cancel.clone(),
+            ..Default::default()
+        };
         let mut token = None;
         if let Some(sink) = &call.on_progress {
             let t = RequestId::Number(self.next_token.fetch_add(1, Ordering::Relaxed));
@@ -298,19 +302,34 @@ impl Inner {
         }
     }
 
-    async fn send_raw<P: HasMeta + Serialize>(&self, method: &str, mut params: P, call: &CallOptions) -> Result<Box<RawValue>, Error> {
+    async fn send_raw<P: HasMeta + Serialize>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
         let (options, token) = self.options(call);
         self.stamp(params.meta_mut(), token);
         self.peer.request_raw(method, Some(&params), options).await
     }
 
-    async fn send<P: HasMeta + Serialize, R: DeserializeOwned>(&self, method: &str, params: P, call: &CallOptions) -> Result<R, Error> {
+    async fn send<P: HasMeta + Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: P,
+        call: &CallOptions,
+    ) -> Result<R, Error> {
         let raw = self.send_raw(method, params, call).await?;
         decode(method, &raw)
     }
 
     /// Sends a request that may answer "input required", answering and retrying until done.
-    async fn send_retrying<P: Retryable + Serialize, R: DeserializeOwned>(&self, method: &str, mut params: P, call: &CallOptions) -> Result<R, Error> {
+    async fn send_retrying<P: Retryable + Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+    ) -> Result<R, Error> {
         for _ in 0..=self.max_input_rounds {
             let raw = self.send_raw(method, &mut params, call).await?;
             let peek: Peek = decode(method, &raw)?;
@@ -327,7 +346,10 @@ impl Inner {
         Err(Error::misbehaved(format!("{method} still needed input after {} rounds", self.max_input_rounds)))
     }
 
-    async fn fulfil(&self, requests: std::collections::BTreeMap<String, InputRequest>) -> Result<InputResponses, Error> {
+    async fn fulfil(
+        &self,
+        requests: std::collections::BTreeMap<String, InputRequest>,
+    ) -> Result<InputResponses, Error> {
         let handler = &self.service.handler;
         let mut out = InputResponses::new();
         for (key, request) in requests {
@@ -337,7 +359,8 @@ impl Inner {
                 InputRequest::ListRoots(_) => handler.list_roots().await.map(InputResponse::ListRoots),
                 _ => return Err(Error::misbehaved(format!("unknown input request kind for {key}"))),
             };
-            let response = response.map_err(|e| Error::local(format!("the client could not answer input request {key}: {}", e.message)))?;
+            let response = response
+                .map_err(|e| Error::local(format!("the client could not answer input request {key}: {}", e.message)))?;
             out.insert(key, response);
         }
         Ok(out)
@@ -363,13 +386,18 @@ impl Inner {
                         .and_then(|d| d.get("supported"))
                         .and_then(|s| serde_json::from_value(s.clone()).ok())
                         .unwrap_or_default();
-                    if let Some(v) = supported.iter().filter_map(|s| ProtocolVersion::parse(s)).filter(|v| v.is_stateless()).max() {
+                    if let Some(v) =
+                        supported.iter().filter_map(|s| ProtocolVersion::parse(s)).filter(|v| v.is_stateless()).max()
+                    {
                         return self.discover(v, timeout).await.map(Some);
                     }
                     if supported.iter().filter_map(|s| ProtocolVersion::parse(s)).any(|v| !v.is_stateless()) {
                         return Ok(None);
                     }
-                    return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server supports none of our revisions: {supported:?}")));
+                    return Err(Error::new(
+                        ErrorKind::PeerIncompatible,
+                        format!("the server supports none of our revisions: {supported:?}"),
+                    ));
                 }
                 tracing::debug!(code = pe.code.0, "server/discover refused; trying initialize");
                 Ok(None)
@@ -383,7 +411,10 @@ impl Inner {
         let raw = self.send_raw(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &call).await?;
         let d: DiscoverResult = decode(methods::SERVER_DISCOVER, &raw)?;
         if !d.supported_versions.iter().any(|v| v == version.as_str()) {
-            return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server does not list {version} as supported")));
+            return Err(Error::new(
+                ErrorKind::PeerIncompatible,
+                format!("the server does not list {version} as supported"),
+            ));
         }
         Ok(d)
     }
@@ -394,7 +425,10 @@ impl Inner {
         let r: InitializeResult = self.send(methods::INITIALIZE, params, &CallOptions::new()).await?;
         let Some(version) = ProtocolVersion::parse(&r.protocol_version).filter(|v| !v.is_stateless()) else {
             self.peer.close("the server chose an unsupported protocol version");
-            return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server chose protocol version {:?}, which this client does not speak", r.protocol_version)));
+            return Err(Error::new(
+                ErrorKind::PeerIncompatible,
+                format!("the server chose protocol version {:?}, which this client does not speak", r.protocol_version),
+            ));
         };
         self.version = version;
         self.server_caps = r.capabilities;
@@ -406,7 +440,8 @@ impl Inner {
 }
 
 fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, Error> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
+    serde_json::from_str(raw.get())
+        .map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
 }
 
 impl<T: HasMeta> HasMeta for &mut T {
@@ -480,7 +515,10 @@ impl Client {
     /// When the server does not answer.
     pub async fn ping(&self) -> Result<(), Error> {
         if self.inner.version.is_stateless() {
-            let _: DiscoverResult = self.inner.send(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &CallOptions::new()).await?;
+            let _: DiscoverResult = self
+                .inner
+                .send(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &CallOptions::new())
+                .await?;
             return Ok(());
         }
         let (o, _) = self.inner.options(&CallOptions::new());
@@ -607,7 +645,12 @@ impl Client {
     ///
     /// # Errors
     /// As for [`call_tool`](Self::call_tool), plus timeouts and cancellation.
-    pub async fn call_tool_with(&self, name: &str, arguments: serde_json::Value, options: CallOptions) -> Result<CallToolResult, Error> {
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
         let mut p = CallToolRequestParams::new(name);
         p.arguments = match arguments {
             serde_json::Value::Null => None,
@@ -621,7 +664,11 @@ impl Client {
     ///
     /// # Errors
     /// A protocol error from the server or a connection failure.
-    pub async fn get_prompt(&self, name: &str, arguments: impl IntoIterator<Item = (String, String)>) -> Result<GetPromptResult, Error> {
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<GetPromptResult, Error> {
         let mut p = GetPromptRequestParams::new(name);
         let args: std::collections::BTreeMap<String, String> = arguments.into_iter().collect();
         p.arguments = if args.is_empty() { None } else { Some(args) };
@@ -633,7 +680,9 @@ impl Client {
     /// # Errors
     /// A protocol error (not found: -32002 or -32602 by revision) or a connection failure.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.inner.send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &CallOptions::new()).await
+        self.inner
+            .send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &CallOptions::new())
+            .await
     }
 
     /// `completion/complete`.
@@ -654,7 +703,8 @@ impl Client {
             *lock(&self.inner.log_level) = Some(level);
             return Ok(());
         }
-        let _: EmptyResult = self.inner.send(methods::LOGGING_SET_LEVEL, SetLevelRequestParams::new(level), &CallOptions::new()).await?;
+        let _: EmptyResult =
+            self.inner.send(methods::LOGGING_SET_LEVEL, SetLevelRequestParams::new(level), &CallOptions::new()).await?;
         Ok(())
     }
 
@@ -667,7 +717,10 @@ impl Client {
         if self.inner.version.is_stateless() {
             return Err(Error::local("2026-07-28 has no resources/subscribe; use listen()"));
         }
-        let _: EmptyResult = self.inner.send(methods::RESOURCES_SUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new()).await?;
+        let _: EmptyResult = self
+            .inner
+            .send(methods::RESOURCES_SUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new())
+            .await?;
         Ok(())
     }
 
@@ -676,7 +729,10 @@ impl Client {
     /// # Errors
     /// When the server refuses.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        let _: EmptyResult = self.inner.send(methods::RESOURCES_UNSUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new()).await?;
+        let _: EmptyResult = self
+            .inner
+            .send(methods::RESOURCES_UNSUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new())
+            .await?;
         Ok(())
     }
 
@@ -687,7 +743,9 @@ impl Client {
     /// When the server does not acknowledge within the request timeout.
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, Error> {
         if !self.inner.version.is_stateless() {
-            return Err(Error::local("subscriptions/listen needs 2026-07-28; the server sends list changes unasked in the handshake era"));
+            return Err(Error::local(
+                "subscriptions/listen needs 2026-07-28; the server sends list changes unasked in the handshake era",
+            ));
         }
         let id = self.inner.peer.next_id();
         let ack = self.inner.service.expect_ack(id.clone());

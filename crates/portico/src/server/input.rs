@@ -40,8 +40,11 @@ pub(crate) fn open(
     let (mut known, asked) = match request_state {
         None => (BTreeMap::new(), Vec::new()),
         Some(s) => {
-            let bytes = sealer.open(&binding(), s).map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
-            let sealed: Sealed = serde_json::from_slice(&bytes).map_err(|_| ErrorObject::invalid_params("invalid requestState"))?;
+            let bytes = sealer
+                .open(&binding(), s)
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
+            let sealed: Sealed =
+                serde_json::from_slice(&bytes).map_err(|_| ErrorObject::invalid_params("invalid requestState"))?;
             (sealed.r, sealed.a)
         }
     };

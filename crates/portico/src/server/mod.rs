@@ -215,7 +215,11 @@ impl Server {
     ///
     /// # Errors
     /// When the template is not a valid RFC 6570 URI template.
-    pub fn add_resource_template(&self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<(), UriTemplateError> {
+    pub fn add_resource_template(
+        &self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Result<(), UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
         let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
@@ -304,7 +308,11 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// When the template is not a valid RFC 6570 URI template.
-    pub fn try_resource_template(mut self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<Self, UriTemplateError> {
+    pub fn try_resource_template(
+        mut self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Result<Self, UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
         let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
         self.registry.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));

@@ -34,8 +34,11 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
 
 /// A handler with its argument decoding erased.
 #[doc(hidden)]
-pub type ErasedTool =
-    Arc<dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error> + Send + Sync>;
+pub type ErasedTool = Arc<
+    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error>
+        + Send
+        + Sync,
+>;
 
 fn decode_args<A: DeserializeOwned>(raw: Option<&RawValue>) -> Result<A, serde_json::Error> {
     serde_json::from_str(raw.map_or("{}", |r| r.get()))
@@ -121,8 +124,11 @@ pub trait ResourceHandler: Send + Sync + 'static {
 }
 
 #[doc(hidden)]
-pub type ErasedResource =
-    Arc<dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>> + Send + Sync>;
+pub type ErasedResource = Arc<
+    dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>>
+        + Send
+        + Sync,
+>;
 
 impl<F, Fut, R> ResourceHandler for F
 where
@@ -145,7 +151,10 @@ pub trait PromptHandler<M>: Send + Sync + 'static {
 
 #[doc(hidden)]
 pub type ErasedPrompt = Arc<
-    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, Result<GetPromptResult, HandlerError>>, serde_json::Error>
+    dyn Fn(
+            Option<&RawValue>,
+            RequestContext,
+        ) -> Result<BoxFuture<'static, Result<GetPromptResult, HandlerError>>, serde_json::Error>
         + Send
         + Sync,
 >;
@@ -179,8 +188,11 @@ pub trait CompletionHandler: Send + Sync + 'static {
 }
 
 #[doc(hidden)]
-pub type ErasedCompletion =
-    Arc<dyn Fn(CompleteRequestParams, RequestContext) -> BoxFuture<'static, Result<CompleteResult, HandlerError>> + Send + Sync>;
+pub type ErasedCompletion = Arc<
+    dyn Fn(CompleteRequestParams, RequestContext) -> BoxFuture<'static, Result<CompleteResult, HandlerError>>
+        + Send
+        + Sync,
+>;
 
 impl<F, Fut> CompletionHandler for F
 where
@@ -234,9 +246,7 @@ impl Registry {
             return Some((e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: None }));
         }
         self.templates.values().filter(|e| e.enabled).find_map(|e| {
-            e.template
-                .matches(uri)
-                .map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
+            e.template.matches(uri).map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
         })
     }
 }

@@ -139,9 +139,7 @@ impl SealingKey {
 
 impl fmt::Debug for SealingKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SealingKey")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("SealingKey").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -174,13 +172,7 @@ impl fmt::Debug for StateSealer {
 impl StateSealer {
     /// A sealer that seals with `key`, with the [`DEFAULT_TTL`].
     pub fn new(key: SealingKey) -> Self {
-        StateSealer {
-            inner: Arc::new(SealerInner {
-                current: key,
-                previous: Vec::new(),
-                ttl: DEFAULT_TTL,
-            }),
-        }
+        StateSealer { inner: Arc::new(SealerInner { current: key, previous: Vec::new(), ttl: DEFAULT_TTL }) }
     }
 
     /// A sealer with a freshly generated key (id 0).
@@ -242,14 +234,9 @@ impl StateSealer {
     /// [`seal`](Self::seal) as if the current time were `now`.
     #[doc(hidden)]
     pub fn seal_at(&self, binding: &[u8], plaintext: &[u8], now: SystemTime) -> String {
-        debug_assert!(
-            plaintext.len() <= MAX_PAYLOAD_LEN,
-            "sealed state payload too large to be opened again"
-        );
+        debug_assert!(plaintext.len() <= MAX_PAYLOAD_LEN, "sealed state payload too large to be opened again");
         let key = &self.inner.current;
-        let expiry = unix_seconds(now)
-            .checked_add(self.inner.ttl)
-            .map_or(u64::MAX, ceil_seconds);
+        let expiry = unix_seconds(now).checked_add(self.inner.ttl).map_or(u64::MAX, ceil_seconds);
 
         let mut raw = Vec::with_capacity(OVERHEAD + plaintext.len());
         raw.push(STATE_VERSION);
@@ -264,13 +251,7 @@ impl StateSealer {
         let aad = associated_data(&raw[..1 + KEY_ID_LEN], binding);
         let ciphertext = key
             .cipher
-            .encrypt(
-                XNonce::from_slice(&nonce),
-                Payload {
-                    msg: &msg,
-                    aad: &aad,
-                },
-            )
+            .encrypt(XNonce::from_slice(&nonce), Payload { msg: &msg, aad: &aad })
             // XChaCha20-Poly1305 only fails for messages of 256 GiB or more,
             // which cannot be held in memory alongside their ciphertext.
             .expect("XChaCha20-Poly1305 encryption of an in-memory message");
@@ -287,18 +268,11 @@ impl StateSealer {
 
     /// [`open`](Self::open) as if the current time were `now`.
     #[doc(hidden)]
-    pub fn open_at(
-        &self,
-        binding: &[u8],
-        sealed: &str,
-        now: SystemTime,
-    ) -> Result<Vec<u8>, StateError> {
+    pub fn open_at(&self, binding: &[u8], sealed: &str, now: SystemTime) -> Result<Vec<u8>, StateError> {
         if sealed.len() > MAX_SEALED_LEN {
             return Err(StateError::Malformed);
         }
-        let raw = URL_SAFE_NO_PAD
-            .decode(sealed.as_bytes())
-            .map_err(|_| StateError::Malformed)?;
+        let raw = URL_SAFE_NO_PAD.decode(sealed.as_bytes()).map_err(|_| StateError::Malformed)?;
         if raw.len() < OVERHEAD {
             return Err(StateError::Malformed);
         }
@@ -320,10 +294,7 @@ impl StateSealer {
                 continue;
             }
             known = true;
-            let payload = Payload {
-                msg: ciphertext,
-                aad: &aad,
-            };
+            let payload = Payload { msg: ciphertext, aad: &aad };
             if let Ok(plain) = key.cipher.decrypt(nonce, payload) {
                 opened = Some(plain);
                 break;
@@ -461,11 +432,7 @@ mod tests {
             let sealed = sealer.seal(BINDING, payload);
             assert_eq!(sealer.open(BINDING, &sealed), Ok(payload.to_vec()));
             // URL-safe, unpadded.
-            assert!(
-                sealed
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            );
+            assert!(sealed.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
         }
         // Clones share keys.
         let sealed = sealer.seal(BINDING, b"p");
@@ -495,9 +462,7 @@ mod tests {
         let len = URL_SAFE_NO_PAD.decode(&sealed).expect("valid base64").len();
         for i in 0..len {
             let tampered = flip(&sealed, i);
-            let err = sealer
-                .open(BINDING, &tampered)
-                .expect_err("tampered state must be refused");
+            let err = sealer.open(BINDING, &tampered).expect_err("tampered state must be refused");
             let expected = match i {
                 0 => StateError::Malformed,      // version
                 1..=4 => StateError::UnknownKey, // key id
@@ -516,10 +481,7 @@ mod tests {
         let ciphertext = HEADER_LEN + 2;
         let tag = len - 1;
         for i in [nonce, ciphertext, tag] {
-            assert_eq!(
-                sealer.open(BINDING, &flip(&sealed, i)),
-                Err(StateError::Invalid)
-            );
+            assert_eq!(sealer.open(BINDING, &flip(&sealed, i)), Err(StateError::Invalid));
         }
         // Truncation and extension.
         let raw = URL_SAFE_NO_PAD.decode(&sealed).expect("valid base64");
@@ -530,10 +492,7 @@ mod tests {
         let long = URL_SAFE_NO_PAD.encode(long);
         assert_eq!(sealer.open(BINDING, &long), Err(StateError::Invalid));
         // Non-canonical base64 (padding) is refused rather than normalised.
-        assert_eq!(
-            sealer.open(BINDING, &format!("{sealed}=")),
-            Err(StateError::Malformed)
-        );
+        assert_eq!(sealer.open(BINDING, &format!("{sealed}=")), Err(StateError::Malformed));
     }
 
     #[test]
@@ -541,23 +500,16 @@ mod tests {
         let sealer = StateSealer::random();
         let sealed = sealer.seal(BINDING, b"p");
         assert_eq!(sealer.open(b"", &sealed), Err(StateError::Invalid));
-        assert_eq!(
-            sealer.open(b"tools/call\0weather\0{\"city\":\"Pari\"}", &sealed),
-            Err(StateError::Invalid)
-        );
+        assert_eq!(sealer.open(b"tools/call\0weather\0{\"city\":\"Pari\"}", &sealed), Err(StateError::Invalid));
     }
 
     #[test]
     fn request_binding_distinguishes_requests() {
         let args = serde_json::json!({"b": 1, "a": [true, null, "x"]});
-        let reordered: serde_json::Value =
-            serde_json::from_str(r#"{"a":[true,null,"x"],"b":1}"#).expect("json");
+        let reordered: serde_json::Value = serde_json::from_str(r#"{"a":[true,null,"x"],"b":1}"#).expect("json");
         let changed = serde_json::json!({"b": 2, "a": [true, null, "x"]});
         let base = request_binding("tools/call", "t", Some(&args), Some("alice"));
-        assert_eq!(
-            base,
-            request_binding("tools/call", "t", Some(&reordered), Some("alice"))
-        );
+        assert_eq!(base, request_binding("tools/call", "t", Some(&reordered), Some("alice")));
         let others = [
             request_binding("tools/call", "t", Some(&changed), Some("alice")),
             request_binding("tools/call", "t", Some(&args), Some("bob")),
@@ -592,28 +544,16 @@ mod tests {
         let at = |secs| t0() + Duration::from_secs(secs);
         assert_eq!(sealer.open_at(BINDING, &sealed, at(0)), Ok(b"p".to_vec()));
         assert_eq!(sealer.open_at(BINDING, &sealed, at(59)), Ok(b"p".to_vec()));
-        assert_eq!(
-            sealer.open_at(BINDING, &sealed, at(60)),
-            Err(StateError::Expired)
-        );
-        assert_eq!(
-            sealer.open_at(BINDING, &sealed, at(86_400)),
-            Err(StateError::Expired)
-        );
+        assert_eq!(sealer.open_at(BINDING, &sealed, at(60)), Err(StateError::Expired));
+        assert_eq!(sealer.open_at(BINDING, &sealed, at(86_400)), Err(StateError::Expired));
         // Authentication comes before expiry: a stale forgery is Invalid.
-        assert_eq!(
-            sealer.open_at(b"other", &sealed, at(86_400)),
-            Err(StateError::Invalid)
-        );
+        assert_eq!(sealer.open_at(b"other", &sealed, at(86_400)), Err(StateError::Invalid));
         // Default TTL is ten minutes.
         let sealer = StateSealer::random();
         assert_eq!(sealer.ttl(), DEFAULT_TTL);
         let sealed = sealer.seal_at(BINDING, b"p", t0());
         assert!(sealer.open_at(BINDING, &sealed, at(599)).is_ok());
-        assert_eq!(
-            sealer.open_at(BINDING, &sealed, at(600)),
-            Err(StateError::Expired)
-        );
+        assert_eq!(sealer.open_at(BINDING, &sealed, at(600)), Err(StateError::Expired));
     }
 
     #[test]
@@ -630,10 +570,7 @@ mod tests {
         let raw = URL_SAFE_NO_PAD.decode(&sealed_new).expect("valid base64");
         assert_eq!(&raw[1..5], &2u32.to_be_bytes(), "sealed with the new key");
         // The old-key-only sealer cannot open states sealed with the new key.
-        assert_eq!(
-            before.open(BINDING, &sealed_new),
-            Err(StateError::UnknownKey)
-        );
+        assert_eq!(before.open(BINDING, &sealed_new), Err(StateError::UnknownKey));
 
         // `rotate` is the same thing.
         let rotated = before.clone().rotate(new.clone());
@@ -642,14 +579,8 @@ mod tests {
 
         // Once the old key is dropped, its states are refused.
         let after = StateSealer::new(new.clone());
-        assert_eq!(
-            after.open(BINDING, &sealed_old),
-            Err(StateError::UnknownKey)
-        );
-        assert_eq!(
-            rotated.without_previous_keys().open(BINDING, &sealed_old),
-            Err(StateError::UnknownKey)
-        );
+        assert_eq!(after.open(BINDING, &sealed_old), Err(StateError::UnknownKey));
+        assert_eq!(rotated.without_previous_keys().open(BINDING, &sealed_old), Err(StateError::UnknownKey));
         assert_eq!(after.open(BINDING, &sealed_new), Ok(b"new".to_vec()));
         // Modifying a clone does not affect the original.
         assert_eq!(during.open(BINDING, &sealed_old), Ok(b"old".to_vec()));
@@ -667,21 +598,8 @@ mod tests {
     #[test]
     fn garbage_is_malformed() {
         let sealer = StateSealer::new(SealingKey::new(0, [3; 32]));
-        for input in [
-            "",
-            "A",
-            "AA",
-            "!!!!",
-            "not base64 at all",
-            "AQAAAAA",
-            "====",
-            "\u{1F600}",
-        ] {
-            assert_eq!(
-                sealer.open(BINDING, input),
-                Err(StateError::Malformed),
-                "{input:?}"
-            );
+        for input in ["", "A", "AA", "!!!!", "not base64 at all", "AQAAAAA", "====", "\u{1F600}"] {
+            assert_eq!(sealer.open(BINDING, input), Err(StateError::Malformed), "{input:?}");
         }
         // Exactly the header: too short.
         let header = URL_SAFE_NO_PAD.encode([STATE_VERSION; HEADER_LEN]);
@@ -689,16 +607,10 @@ mod tests {
         // Unknown version.
         let mut raw = vec![0u8; OVERHEAD + 4];
         raw[0] = 2;
-        assert_eq!(
-            sealer.open(BINDING, &URL_SAFE_NO_PAD.encode(&raw)),
-            Err(StateError::Malformed)
-        );
+        assert_eq!(sealer.open(BINDING, &URL_SAFE_NO_PAD.encode(&raw)), Err(StateError::Malformed));
         // Right version and key id, random body: fails authentication.
         raw[0] = STATE_VERSION;
-        assert_eq!(
-            sealer.open(BINDING, &URL_SAFE_NO_PAD.encode(&raw)),
-            Err(StateError::Invalid)
-        );
+        assert_eq!(sealer.open(BINDING, &URL_SAFE_NO_PAD.encode(&raw)), Err(StateError::Invalid));
         // Huge inputs are refused without decoding.
         let huge = "A".repeat(MAX_SEALED_LEN + 1);
         assert_eq!(sealer.open(BINDING, &huge), Err(StateError::Malformed));
@@ -720,11 +632,7 @@ mod tests {
                 bytes[0] = STATE_VERSION;
                 bytes[1..5].copy_from_slice(&0u32.to_be_bytes());
             }
-            assert!(
-                sealer
-                    .open(BINDING, &URL_SAFE_NO_PAD.encode(&bytes))
-                    .is_err()
-            );
+            assert!(sealer.open(BINDING, &URL_SAFE_NO_PAD.encode(&bytes)).is_err());
         }
     }
 

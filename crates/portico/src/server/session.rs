@@ -9,16 +9,16 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use portico_schema::{
-    CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
+    ALL_VERSIONS, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta, ResultEnvelope, ResultType,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, ALL_VERSIONS, META_SERVER_INFO,
-    META_SUBSCRIPTION_ID, methods,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, META_SERVER_INFO,
+    META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta,
+    ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams,
+    methods,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
@@ -60,7 +60,8 @@ struct MetaPeek {
 }
 
 fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
-    serde_json::from_str(params.map_or("{}", |p| p.get())).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_str(params.map_or("{}", |p| p.get()))
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 impl Session {
@@ -88,7 +89,9 @@ impl Session {
         let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
             Some(v) => modern_era(v, peek.meta.clone())?,
             None => match self.handshake.get() {
-                Some(h) => Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta },
+                Some(h) => {
+                    Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta }
+                }
                 None if &*req.method == methods::PING => return encode(&EmptyResult::new()),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
@@ -197,7 +200,12 @@ impl Session {
                 gate(caps.completions.is_some())?;
                 let p: CompleteRequestParams = parse(params)?;
                 self.check_completion_ref(&p.r#ref)?;
-                let handler = self.server.registry().completion.clone().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                let handler = self
+                    .server
+                    .registry()
+                    .completion
+                    .clone()
+                    .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
                 let cx = self.context(&req, &era, peer, None);
                 let r = handler(p, cx).await.map_err(|e| e.into_error_object(era.version))?;
                 self.finish(r, &era)
@@ -207,25 +215,38 @@ impl Session {
         }
     }
 
-    fn page<'a, T: 'a>(&self, items: impl Iterator<Item = (&'a String, &'a T)>, cursor: Option<&str>) -> Result<(Vec<&'a T>, Option<String>), ErrorObject> {
-        page(items, cursor, self.server.inner.config.page_size).map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))
+    fn page<'a, T: 'a>(
+        &self,
+        items: impl Iterator<Item = (&'a String, &'a T)>,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<&'a T>, Option<String>), ErrorObject> {
+        page(items, cursor, self.server.inner.config.page_size)
+            .map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))
     }
 
     fn check_completion_ref(&self, r: &CompletionReference) -> Result<(), ErrorObject> {
         let reg = self.server.registry();
         let known = match r {
             CompletionReference::Prompt(p) => reg.prompts.contains_key(&p.name),
-            CompletionReference::ResourceTemplate(t) => reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri),
+            CompletionReference::ResourceTemplate(t) => {
+                reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri)
+            }
             _ => false,
         };
-        if known { Ok(()) } else { Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server")) }
+        if known {
+            Ok(())
+        } else {
+            Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server"))
+        }
     }
 
     fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
         let p: PaginatedRequestParams = parse(params)?;
         let first_page = p.cursor.is_none();
         if first_page {
-            if let Some((_, bytes)) = crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version) {
+            if let Some((_, bytes)) =
+                crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version)
+            {
                 return Ok(bytes.clone());
             }
         }
@@ -268,7 +289,9 @@ impl Session {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
                 return self.finish_with(r, &era, downgrade::call_tool_result);
             }
-            Err(e) => return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name))),
+            Err(e) => {
+                return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
+            }
         };
         match input::run(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
@@ -295,20 +318,28 @@ impl Session {
             return Err(ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)));
         };
         let given: std::collections::BTreeMap<String, String> = match p.arguments {
-            Some(a) => serde_json::from_str(a.get()).map_err(|_| ErrorObject::invalid_params("prompt arguments must be an object of strings"))?,
+            Some(a) => serde_json::from_str(a.get())
+                .map_err(|_| ErrorObject::invalid_params("prompt arguments must be an object of strings"))?,
             None => Default::default(),
         };
         for arg in entry.def.arguments.iter().flatten() {
             if arg.required == Some(true) && !given.contains_key(&arg.name) {
-                return Err(ErrorObject::invalid_params(format!("missing required argument {} of prompt {}", arg.name, entry.def.name)));
+                return Err(ErrorObject::invalid_params(format!(
+                    "missing required argument {} of prompt {}",
+                    arg.name, entry.def.name
+                )));
             }
         }
         let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
         let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
-        let fut = (entry.handler)(p.arguments, cx).map_err(|e| ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name)))?;
+        let fut = (entry.handler)(p.arguments, cx).map_err(|e| {
+            ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name))
+        })?;
         let version = era.version;
-        let fut = fut.map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version))).boxed();
+        let fut = fut
+            .map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version)))
+            .boxed();
         match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::get_prompt_result),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
@@ -339,16 +370,25 @@ impl Session {
         let caps = &self.server.inner.capabilities;
         let mut honored = p.notifications.clone();
         let list_changed = |c: Option<bool>| c == Some(true);
-        honored.tools_list_changed = honored.tools_list_changed.filter(|_| caps.tools.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.prompts_list_changed = honored.prompts_list_changed.filter(|_| caps.prompts.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.resources_list_changed = honored.resources_list_changed.filter(|_| caps.resources.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.resource_subscriptions = honored.resource_subscriptions.filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
+        honored.tools_list_changed =
+            honored.tools_list_changed.filter(|_| caps.tools.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.prompts_list_changed = honored
+            .prompts_list_changed
+            .filter(|_| caps.prompts.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resources_list_changed = honored
+            .resources_list_changed
+            .filter(|_| caps.resources.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resource_subscriptions = honored
+            .resource_subscriptions
+            .filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
         let sub_id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
         let mut meta = Meta::new();
         meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id);
         let ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(req.id.clone(), honored.clone());
         let mut events = self.server.subscribe_events();
-        peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack)).await.map_err(|_| ErrorObject::internal_error("connection closed"))?;
+        peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack))
+            .await
+            .map_err(|_| ErrorObject::internal_error("connection closed"))?;
         let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
         let params = serde_json::json!({ "_meta": meta });
         loop {
@@ -358,10 +398,18 @@ impl Session {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             };
             let (method, extra) = match event {
-                Event::ToolsChanged if honored.tools_list_changed == Some(true) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
-                Event::PromptsChanged if honored.prompts_list_changed == Some(true) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
-                Event::ResourcesChanged if honored.resources_list_changed == Some(true) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
-                Event::ResourceUpdated(uri) if uris.contains(&*uri) => (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri)),
+                Event::ToolsChanged if honored.tools_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None)
+                }
+                Event::PromptsChanged if honored.prompts_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None)
+                }
+                Event::ResourcesChanged if honored.resources_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None)
+                }
+                Event::ResourceUpdated(uri) if uris.contains(&*uri) => {
+                    (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri))
+                }
                 _ => continue,
             };
             let mut p = params.clone();
@@ -414,7 +462,12 @@ impl Session {
         self.finish_with(r, era, |_, _| {})
     }
 
-    fn finish_with<R: Serialize + ResultEnvelope>(&self, mut r: R, era: &Era, down: fn(&mut Value, ProtocolVersion)) -> Reply {
+    fn finish_with<R: Serialize + ResultEnvelope>(
+        &self,
+        mut r: R,
+        era: &Era,
+        down: fn(&mut Value, ProtocolVersion),
+    ) -> Reply {
         if era.version.is_stateless() {
             let rt = r.result_type_mut();
             if rt.is_none() {
@@ -451,7 +504,9 @@ impl Session {
                     e = events.recv() => e,
                 };
                 let (method, uri) = match event {
-                    Ok(Event::ToolsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
+                    Ok(Event::ToolsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None)
+                    }
                     Ok(Event::PromptsChanged) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
                     Ok(Event::ResourcesChanged) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
                     Ok(Event::ResourceUpdated(uri)) => {
@@ -495,7 +550,9 @@ fn modern_era(version: &str, meta: Option<RequestMeta>) -> Result<Era, ErrorObje
 }
 
 fn encode<R: Serialize>(r: &R) -> Reply {
-    serde_json::to_vec(r).map(Bytes::from).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+    serde_json::to_vec(r)
+        .map(Bytes::from)
+        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 
 /// Encodes for a handshake-era revision, adapting fields an older revision lacks.
@@ -503,7 +560,8 @@ fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value
     if version >= ProtocolVersion::V2025_11_25 {
         return encode(r);
     }
-    let mut v = serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
+    let mut v =
+        serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
     down(&mut v, version);
     encode(&v)
 }
@@ -525,4 +583,3 @@ impl Service for Session {
         self.handshake.get().is_some_and(|h| h.version.receives_batches())
     }
 }
-

@@ -274,12 +274,7 @@ impl UriTemplate {
             }
         }
         let matcher = Matcher::compile(&parts);
-        Ok(UriTemplate {
-            source: template.to_owned(),
-            parts,
-            names,
-            matcher,
-        })
+        Ok(UriTemplate { source: template.to_owned(), parts, names, matcher })
     }
 
     /// The template as written.
@@ -312,11 +307,7 @@ impl UriTemplate {
         V: AsRef<str>,
     {
         let vars: Vec<(K, V)> = vars.into_iter().collect();
-        self.expand(|name| {
-            vars.iter()
-                .find(|(k, _)| k.as_ref() == name)
-                .map(|(_, v)| v.as_ref().to_owned())
-        })
+        self.expand(|name| vars.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v.as_ref().to_owned()))
     }
 
     /// Expand with string, list or associative-array values (RFC 6570 level 4).
@@ -401,10 +392,7 @@ pub struct UriMatch {
 impl UriMatch {
     /// The decoded value of variable `name`, if it was present in the URI.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// Name/value pairs, in order of the variables' first appearance in the
@@ -440,10 +428,8 @@ impl IntoIterator for UriMatch {
 
 impl<'a> IntoIterator for &'a UriMatch {
     type Item = (&'a str, &'a str);
-    type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, String)>,
-        fn(&'a (String, String)) -> (&'a str, &'a str),
-    >;
+    type IntoIter =
+        std::iter::Map<std::slice::Iter<'a, (String, String)>, fn(&'a (String, String)) -> (&'a str, &'a str)>;
 
     fn into_iter(self) -> Self::IntoIter {
         let f: fn(&'a (String, String)) -> (&'a str, &'a str) = |(k, v)| (k.as_str(), v.as_str());
@@ -462,10 +448,7 @@ fn parse_parts(template: &str) -> Result<Vec<Part>, UriTemplateError> {
     while i < bytes.len() {
         match bytes[i] {
             b'{' => {
-                let close = bytes[i + 1..]
-                    .iter()
-                    .position(|&b| b == b'{' || b == b'}')
-                    .map(|p| p + i + 1);
+                let close = bytes[i + 1..].iter().position(|&b| b == b'{' || b == b'}').map(|p| p + i + 1);
                 let close = match close {
                     Some(c) if bytes[c] == b'}' => c,
                     _ => return Err(err(i, UriTemplateErrorKind::UnclosedBrace)),
@@ -590,11 +573,7 @@ fn parse_expression(template: &str, start: usize, end: usize) -> Result<Part, Ur
             explode = true;
             i += 1;
         }
-        vars.push(VarSpec {
-            name,
-            prefix,
-            explode,
-        });
+        vars.push(VarSpec { name, prefix, explode });
         if i == end {
             break;
         }
@@ -657,8 +636,7 @@ fn encode(out: &mut String, value: &str, allow_reserved: bool) {
         let b = bytes[i];
         if is_unreserved(b) || (allow_reserved && is_reserved(b)) {
             out.push(char::from(b));
-        } else if allow_reserved && b == b'%' && is_hex_at(bytes, i + 1) && is_hex_at(bytes, i + 2)
-        {
+        } else if allow_reserved && b == b'%' && is_hex_at(bytes, i + 1) && is_hex_at(bytes, i + 2) {
             out.push_str(&value[i..i + 3]);
             i += 3;
             continue;
@@ -873,10 +851,7 @@ impl Compiler {
 
 impl Matcher {
     fn compile(parts: &[Part]) -> Self {
-        let mut c = Compiler {
-            prog: Vec::new(),
-            classes: Vec::new(),
-        };
+        let mut c = Compiler { prog: Vec::new(), classes: Vec::new() };
         let mut regions: Vec<Region> = Vec::new();
         let mut prev_query = false;
         // First group parts into literal bytes and regions.
@@ -899,10 +874,7 @@ impl Matcher {
                         }
                     }
                     prev_query = matches!(op, Op::Query | Op::QueryCont);
-                    regions.push(Region {
-                        op: *op,
-                        vars: vars.clone(),
-                    });
+                    regions.push(Region { op: *op, vars: vars.clone() });
                     pieces.push(Piece::Region(regions.len() - 1));
                 }
             }
@@ -918,11 +890,7 @@ impl Matcher {
             }
         }
         c.emit(Inst::Match);
-        Matcher {
-            prog: c.prog,
-            classes: c.classes,
-            regions,
-        }
+        Matcher { prog: c.prog, classes: c.classes, regions }
     }
 
     fn run(&self, input: &[u8]) -> Option<UriMatch> {
@@ -941,12 +909,7 @@ impl Matcher {
     /// Work is O(input length × program length).
     fn pike(&self, input: &[u8]) -> Option<Vec<usize>> {
         let nslots = self.regions.len() * 2;
-        let mut vm = Vm {
-            prog: &self.prog,
-            visited: vec![0; self.prog.len()],
-            generation: 1,
-            stack: Vec::new(),
-        };
+        let mut vm = Vm { prog: &self.prog, visited: vec![0; self.prog.len()], generation: 1, stack: Vec::new() };
         let mut clist = Threads::default();
         let mut nlist = Threads::default();
         let mut scratch = vec![usize::MAX; nslots];
@@ -1045,11 +1008,7 @@ fn extract(region: &Region, text: &[u8], out: &mut Vec<(String, String)>) -> Opt
         return Some(()); // skipped: every variable undefined
     }
     let op = region.op;
-    let content = if op.first().is_some() {
-        &text[1..]
-    } else {
-        text
-    };
+    let content = if op.first().is_some() { &text[1..] } else { text };
     let sep = op.sep();
     if op.named() {
         let mut seen: Vec<(usize, Vec<String>)> = Vec::new();
@@ -1161,21 +1120,13 @@ mod tests {
     }
 
     fn pairs(p: &[(&str, &str)]) -> Option<Vec<(String, String)>> {
-        Some(
-            p.iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-        )
+        Some(p.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect())
     }
 
     fn rfc_vars(name: &str) -> Option<VarValue> {
         let s = |v: &str| Some(VarValue::String(v.to_owned()));
         match name {
-            "count" => Some(VarValue::List(vec![
-                "one".into(),
-                "two".into(),
-                "three".into(),
-            ])),
+            "count" => Some(VarValue::List(vec!["one".into(), "two".into(), "three".into()])),
             "dom" => Some(VarValue::List(vec!["example".into(), "com".into()])),
             "dub" => s("me/too"),
             "hello" => s("Hello World!"),
@@ -1184,11 +1135,7 @@ mod tests {
             "who" => s("fred"),
             "base" => s("http://example.com/home/"),
             "path" => s("/foo/bar"),
-            "list" => Some(VarValue::List(vec![
-                "red".into(),
-                "green".into(),
-                "blue".into(),
-            ])),
+            "list" => Some(VarValue::List(vec!["red".into(), "green".into(), "blue".into()])),
             "keys" => Some(VarValue::Map(vec![
                 ("semi".into(), ";".into()),
                 ("dot".into(), ".".into()),
@@ -1294,10 +1241,7 @@ mod tests {
     #[test]
     fn expand_string_apis() {
         let tpl = t("users://{id}/profile");
-        assert_eq!(
-            tpl.expand(|n| (n == "id").then(|| "a/b c".to_owned())),
-            "users://a%2Fb%20c/profile"
-        );
+        assert_eq!(tpl.expand(|n| (n == "id").then(|| "a/b c".to_owned())), "users://a%2Fb%20c/profile");
         let mut map = std::collections::HashMap::new();
         map.insert("id".to_owned(), "42".to_owned());
         assert_eq!(tpl.expand_from(&map), "users://42/profile");
@@ -1315,41 +1259,16 @@ mod tests {
     fn mcp_examples_both_ways() {
         type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
         let cases: &[Case] = &[
-            (
-                "file:///{path}",
-                &[("path", "notes.txt")],
-                "file:///notes.txt",
-            ),
-            (
-                "users://{id}/profile",
-                &[("id", "123")],
-                "users://123/profile",
-            ),
-            (
-                "test://template/{id}/data",
-                &[("id", "abc")],
-                "test://template/abc/data",
-            ),
+            ("file:///{path}", &[("path", "notes.txt")], "file:///notes.txt"),
+            ("users://{id}/profile", &[("id", "123")], "users://123/profile"),
+            ("test://template/{id}/data", &[("id", "abc")], "test://template/abc/data"),
             (
                 "repo://{owner}/{repo}/issues{?state,page}",
-                &[
-                    ("owner", "o"),
-                    ("repo", "r"),
-                    ("state", "open"),
-                    ("page", "2"),
-                ],
+                &[("owner", "o"), ("repo", "r"), ("state", "open"), ("page", "2")],
                 "repo://o/r/issues?state=open&page=2",
             ),
-            (
-                "repo://{owner}/{repo}/issues{?state,page}",
-                &[("owner", "o"), ("repo", "r")],
-                "repo://o/r/issues",
-            ),
-            (
-                "file:///{+path}",
-                &[("path", "home/user/a b.txt")],
-                "file:///home/user/a%20b.txt",
-            ),
+            ("repo://{owner}/{repo}/issues{?state,page}", &[("owner", "o"), ("repo", "r")], "repo://o/r/issues"),
+            ("file:///{+path}", &[("path", "home/user/a b.txt")], "file:///home/user/a%20b.txt"),
         ];
         for (template, vars, uri) in cases {
             let tpl = t(template);
@@ -1363,29 +1282,15 @@ mod tests {
         let tpl = "repo://{owner}/{repo}/issues{?state,page}";
         assert_eq!(
             m(tpl, "repo://o/r/issues?page=3&state=closed"),
-            pairs(&[
-                ("owner", "o"),
-                ("repo", "r"),
-                ("state", "closed"),
-                ("page", "3")
-            ])
+            pairs(&[("owner", "o"), ("repo", "r"), ("state", "closed"), ("page", "3")])
         );
-        assert_eq!(
-            m(tpl, "repo://o/r/issues?page=3"),
-            pairs(&[("owner", "o"), ("repo", "r"), ("page", "3")])
-        );
-        assert_eq!(
-            m(tpl, "repo://o/r/issues?state="),
-            pairs(&[("owner", "o"), ("repo", "r"), ("state", "")])
-        );
+        assert_eq!(m(tpl, "repo://o/r/issues?page=3"), pairs(&[("owner", "o"), ("repo", "r"), ("page", "3")]));
+        assert_eq!(m(tpl, "repo://o/r/issues?state="), pairs(&[("owner", "o"), ("repo", "r"), ("state", "")]));
         // Unknown or repeated parameters do not match.
         assert_eq!(m(tpl, "repo://o/r/issues?sort=asc"), None);
         assert_eq!(m(tpl, "repo://o/r/issues?page=1&page=2"), None);
         // `{&...}` following `{?...}` joins the same parameter set.
-        assert_eq!(
-            m("s{?q}{&lang}", "s?lang=en&q=x"),
-            pairs(&[("q", "x"), ("lang", "en")])
-        );
+        assert_eq!(m("s{?q}{&lang}", "s?lang=en&q=x"), pairs(&[("q", "x"), ("lang", "en")]));
         assert_eq!(m("s?fixed=1{&x}", "s?fixed=1&x=2"), pairs(&[("x", "2")]));
         // Exploded named variables collect repeats.
         assert_eq!(m("s{?tag*}", "s?tag=a&tag=b"), pairs(&[("tag", "a,b")]));
@@ -1393,55 +1298,28 @@ mod tests {
 
     #[test]
     fn reserved_and_fragment() {
-        assert_eq!(
-            m("file:///{+path}", "file:///a/b/../c.txt"),
-            pairs(&[("path", "a/b/../c.txt")])
-        );
+        assert_eq!(m("file:///{+path}", "file:///a/b/../c.txt"), pairs(&[("path", "a/b/../c.txt")]));
         // The shortest extent wins, leaving the query to `q`.
-        assert_eq!(
-            m("file:///{+path}{?q}", "file:///a/b?q=1"),
-            pairs(&[("path", "a/b"), ("q", "1")])
-        );
-        assert_eq!(
-            m("file:///{+path}", "file:///a/b?q=1"),
-            pairs(&[("path", "a/b?q=1")])
-        );
-        assert_eq!(
-            m("doc://{+path}{#section}", "doc://x/y#intro"),
-            pairs(&[("path", "x/y"), ("section", "intro")])
-        );
-        assert_eq!(
-            m("doc://{+path}{#section}", "doc://x/y"),
-            pairs(&[("path", "x/y")])
-        );
-        assert_eq!(
-            m("{+dir}/{file}", "a/b/c.txt"),
-            pairs(&[("dir", "a/b"), ("file", "c.txt")])
-        );
+        assert_eq!(m("file:///{+path}{?q}", "file:///a/b?q=1"), pairs(&[("path", "a/b"), ("q", "1")]));
+        assert_eq!(m("file:///{+path}", "file:///a/b?q=1"), pairs(&[("path", "a/b?q=1")]));
+        assert_eq!(m("doc://{+path}{#section}", "doc://x/y#intro"), pairs(&[("path", "x/y"), ("section", "intro")]));
+        assert_eq!(m("doc://{+path}{#section}", "doc://x/y"), pairs(&[("path", "x/y")]));
+        assert_eq!(m("{+dir}/{file}", "a/b/c.txt"), pairs(&[("dir", "a/b"), ("file", "c.txt")]));
         assert_eq!(m("file:///{+path}", "file:///"), None, "empty value");
     }
 
     #[test]
     fn other_operators() {
-        assert_eq!(
-            m("api{/ver,res}", "api/v1/users"),
-            pairs(&[("ver", "v1"), ("res", "users")])
-        );
+        assert_eq!(m("api{/ver,res}", "api/v1/users"), pairs(&[("ver", "v1"), ("res", "users")]));
         assert_eq!(m("api{/ver,res}", "api/v1"), pairs(&[("ver", "v1")]));
         assert_eq!(m("api{/ver,res}", "api"), pairs(&[]));
         assert_eq!(m("api{/ver,res}", "api/v1/users/extra"), None);
         assert_eq!(m("p{/segs*}", "p/a/b%2Fc/d"), pairs(&[("segs", "a/b/c/d")]));
-        assert_eq!(
-            m("file{.ext1,ext2}", "file.tar.gz"),
-            pairs(&[("ext1", "tar"), ("ext2", "gz")])
-        );
+        assert_eq!(m("file{.ext1,ext2}", "file.tar.gz"), pairs(&[("ext1", "tar"), ("ext2", "gz")]));
         assert_eq!(m("m{;x,y}", "m;y=2;x=1"), pairs(&[("x", "1"), ("y", "2")]));
         assert_eq!(m("m{;x,y}", "m;x"), pairs(&[("x", "")]));
         assert_eq!(m("m{;x,y}", "m;z=1"), None);
-        assert_eq!(
-            m("{x,y}", "1024,768"),
-            pairs(&[("x", "1024"), ("y", "768")])
-        );
+        assert_eq!(m("{x,y}", "1024,768"), pairs(&[("x", "1024"), ("y", "768")]));
         assert_eq!(m("{x}", "a,b"), pairs(&[("x", "a,b")]));
         assert_eq!(m("{v:3}", "abc"), pairs(&[("v", "abc")]));
         assert_eq!(m("{v:3}", "abcd"), None);
@@ -1457,10 +1335,7 @@ mod tests {
         assert_eq!(m("users://{id}/profile", "users://123"), None);
         assert_eq!(m("users://{id}/profile", "users:///profile"), None);
         assert_eq!(m("users://{id}/profile", "users://123/profil"), None);
-        assert_eq!(
-            m("test://template/{id}/data", "test://template/x/date"),
-            None
-        );
+        assert_eq!(m("test://template/{id}/data", "test://template/x/date"), None);
         assert_eq!(m("file:///{path}", "file:///a/b"), None);
         assert_eq!(m("file:///{path}", "file:///a?b"), None);
         assert_eq!(m("file:///{path}", "http:///a"), None);
@@ -1472,14 +1347,8 @@ mod tests {
 
     #[test]
     fn percent_decoding() {
-        assert_eq!(
-            m("users://{id}/profile", "users://a%20b%2Fc/profile"),
-            pairs(&[("id", "a b/c")])
-        );
-        assert_eq!(
-            m("users://{id}/profile", "users://%C3%A9t%C3%A9/profile"),
-            pairs(&[("id", "été")])
-        );
+        assert_eq!(m("users://{id}/profile", "users://a%20b%2Fc/profile"), pairs(&[("id", "a b/c")]));
+        assert_eq!(m("users://{id}/profile", "users://%C3%A9t%C3%A9/profile"), pairs(&[("id", "été")]));
         assert_eq!(m("s{?q}", "s?q=a%26b%3Dc+d"), pairs(&[("q", "a&b=c+d")]));
         // Invalid escapes and invalid UTF-8 do not match.
         assert_eq!(m("users://{id}/profile", "users://%zz/profile"), None);
@@ -1492,14 +1361,7 @@ mod tests {
     #[test]
     fn expand_then_match_round_trips() {
         let values = ["plain", "a b", "ü/ß?&=#", "100%", "a,b", ""];
-        for template in [
-            "users://{id}/profile",
-            "file:///{+path}",
-            "x{?q,r}",
-            "x{/a}",
-            "x{;a}",
-            "x{#a}",
-        ] {
+        for template in ["users://{id}/profile", "file:///{+path}", "x{?q,r}", "x{/a}", "x{;a}", "x{#a}"] {
             let tpl = t(template);
             for v in values {
                 if v.is_empty() && template.contains("{id}") {
@@ -1544,14 +1406,8 @@ mod tests {
     fn several_exploded_variables() {
         assert_eq!(m("{/a*,b*}", "/1/2/3"), pairs(&[("a", "1/2"), ("b", "3")]));
         assert_eq!(m("{/a*,b*}", "/1"), pairs(&[("a", "1")]));
-        assert_eq!(
-            m("{?a*,b*}", "?b=1&a=2&b=3"),
-            pairs(&[("a", "2"), ("b", "1,3")])
-        );
-        assert_eq!(
-            m("{.a,b*,c}", ".1.2.3.4"),
-            pairs(&[("a", "1"), ("b", "2.3"), ("c", "4")])
-        );
+        assert_eq!(m("{?a*,b*}", "?b=1&a=2&b=3"), pairs(&[("a", "2"), ("b", "1,3")]));
+        assert_eq!(m("{.a,b*,c}", ".1.2.3.4"), pairs(&[("a", "1"), ("b", "2.3"), ("c", "4")]));
     }
 
     #[test]
@@ -1576,9 +1432,7 @@ mod tests {
         let mut rng = rand::rng();
         for _ in 0..3000 {
             let len = (rng.next_u32() % 24) as usize;
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| alphabet[rng.next_u32() as usize % alphabet.len()])
-                .collect();
+            let bytes: Vec<u8> = (0..len).map(|_| alphabet[rng.next_u32() as usize % alphabet.len()]).collect();
             let uri = String::from_utf8_lossy(&bytes);
             for tpl in &templates {
                 if let Some(found) = tpl.matches(&uri) {
@@ -1618,37 +1472,21 @@ mod tests {
         ];
         for (template, position, kind) in cases {
             let e = UriTemplate::parse(template).expect_err(template);
-            assert_eq!(
-                (e.position(), e.kind()),
-                (position, kind),
-                "{template}: {e}"
-            );
+            assert_eq!((e.position(), e.kind()), (position, kind), "{template}: {e}");
         }
         let e = UriTemplate::parse("users://{id/profile").expect_err("unclosed");
-        assert_eq!(
-            e.to_string(),
-            "invalid URI template at byte 8: unclosed '{'"
-        );
+        assert_eq!(e.to_string(), "invalid URI template at byte 8: unclosed '{'");
     }
 
     #[test]
     fn parse_accepts_full_syntax() {
         let tpl = t("x{+a,b:3}{#c*}{.d}{/e,f*}{;g}{?h,i.j}{&k_1,%41}y");
-        assert_eq!(
-            tpl.as_str(),
-            "x{+a,b:3}{#c*}{.d}{/e,f*}{;g}{?h,i.j}{&k_1,%41}y"
-        );
-        assert_eq!(
-            tpl.variables().collect::<Vec<_>>(),
-            ["a", "b", "c", "d", "e", "f", "g", "h", "i.j", "k_1", "%41"]
-        );
+        assert_eq!(tpl.as_str(), "x{+a,b:3}{#c*}{.d}{/e,f*}{;g}{?h,i.j}{&k_1,%41}y");
+        assert_eq!(tpl.variables().collect::<Vec<_>>(), ["a", "b", "c", "d", "e", "f", "g", "h", "i.j", "k_1", "%41"]);
         assert!(!tpl.is_literal());
         assert!(t("static://x").is_literal());
         assert_eq!(t("{a}{a}").variables().count(), 1);
-        assert_eq!(
-            "a{b}".parse::<UriTemplate>().map(|t| t.to_string()),
-            Ok("a{b}".to_owned())
-        );
+        assert_eq!("a{b}".parse::<UriTemplate>().map(|t| t.to_string()), Ok("a{b}".to_owned()));
     }
 
     #[test]

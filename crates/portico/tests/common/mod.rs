@@ -115,9 +115,10 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
     let p2 = probes.clone();
     Server::builder(Implementation::new("fixture", "1.0.0").with_title("Fixture server"))
         .instructions("Use echo to test.")
-        .tool(Tool::new("echo", schema(json!({"text": {"type": "string"}}), &["text"])).with_description("Echoes text"), |a: Echo| async move {
-            a.text
-        })
+        .tool(
+            Tool::new("echo", schema(json!({"text": {"type": "string"}}), &["text"])).with_description("Echoes text"),
+            |a: Echo| async move { a.text },
+        )
         .tool(
             Tool::new("add", schema(json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]))
                 .with_output_schema(schema(json!({"sum": {"type": "integer"}}), &["sum"])),
@@ -142,16 +143,25 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
         })
         .tool(Tool::new("log", schema(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
             cx.log(LoggingLevel::Debug, Some("fixture"), "debug line").await.map_err(|e| e.to_string())?;
-            cx.log(LoggingLevel::Warning, Some("fixture"), json!({"msg": "warning line"})).await.map_err(|e| e.to_string())?;
+            cx.log(LoggingLevel::Warning, Some("fixture"), json!({"msg": "warning line"}))
+                .await
+                .map_err(|e| e.to_string())?;
             Ok::<_, String>("logged".to_string())
         })
         .tool(Tool::new("ask", schema(json!({}), &[])), |_: Empty, cx: RequestContext| async move {
             let form = RequestedSchema::new().with_required_property("name", StringSchema::new());
             let params = ElicitRequestParams::from(ElicitRequestFormParams::new("What is your name?", form));
             let answer = cx.elicit(params).await.map_err(|e| e.to_string())?;
-            let name = answer.content.as_ref().and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("nobody").to_owned();
+            let name = answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("nobody")
+                .to_owned();
             // A second round: sampling, then roots.
-            let msg = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(format!("Say hi to {name}"))], 50);
+            let msg =
+                CreateMessageRequestParams::new(vec![SamplingMessage::user_text(format!("Say hi to {name}"))], 50);
             let sampled = cx.create_message(msg).await.map_err(|e| e.to_string())?;
             let said = match sampled.content {
                 SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text,
@@ -160,22 +170,32 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
             let roots = cx.list_roots().await.map_err(|e| e.to_string())?;
             Ok::<_, String>(format!("{name}|{said}|{}", roots.roots.len()))
         })
-        .resource(Resource::new("test://static", "static").with_mime_type("text/plain"), |r: ResourceRequest, _: RequestContext| async move {
-            Ok::<_, HandlerError>(ResourceContents::text(r.uri(), "static text"))
-        })
-        .resource_template(ResourceTemplate::new("test://items/{id}", "item"), |r: ResourceRequest, _: RequestContext| async move {
-            match r.var("id") {
-                Some("missing") => Err(HandlerError::resource_not_found(r.uri())),
-                Some(id) => Ok(ResourceContents::text(r.uri(), format!("item {id}"))),
-                None => Err(HandlerError::internal("no id")),
-            }
-        })
-        .prompt(Prompt::new("explain").with_argument(PromptArgument::new("topic").with_required(true)), |a: PromptArgs| async move {
-            Ok(GetPromptResult::new(vec![PromptMessage::user(format!("Explain {}", a.topic))]))
-        })
+        .resource(
+            Resource::new("test://static", "static").with_mime_type("text/plain"),
+            |r: ResourceRequest, _: RequestContext| async move {
+                Ok::<_, HandlerError>(ResourceContents::text(r.uri(), "static text"))
+            },
+        )
+        .resource_template(
+            ResourceTemplate::new("test://items/{id}", "item"),
+            |r: ResourceRequest, _: RequestContext| async move {
+                match r.var("id") {
+                    Some("missing") => Err(HandlerError::resource_not_found(r.uri())),
+                    Some(id) => Ok(ResourceContents::text(r.uri(), format!("item {id}"))),
+                    None => Err(HandlerError::internal("no id")),
+                }
+            },
+        )
+        .prompt(
+            Prompt::new("explain").with_argument(PromptArgument::new("topic").with_required(true)),
+            |a: PromptArgs| async move {
+                Ok(GetPromptResult::new(vec![PromptMessage::user(format!("Explain {}", a.topic))]))
+            },
+        )
         .completion(|p: CompleteRequestParams, _: RequestContext| async move {
             let all = ["python", "pytorch", "rust"];
-            let values: Vec<String> = all.iter().filter(|v| v.starts_with(&p.argument.value)).map(|s| s.to_string()).collect();
+            let values: Vec<String> =
+                all.iter().filter(|v| v.starts_with(&p.argument.value)).map(|s| s.to_string()).collect();
             Ok(CompleteResult::new(values))
         })
         .build()
@@ -193,14 +213,19 @@ pub struct Recorder {
 pub struct Handler(pub Arc<Recorder>);
 
 impl portico::client::ClientHandler for Handler {
-    fn create_message(&self, params: CreateMessageRequestParams) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
         Box::pin(async move {
             let n = params.messages.len();
             Ok(CreateMessageResult::new(SamplingMessageContentBlock::text(format!("hi ({n})")), "test-model"))
         })
     }
     fn elicit(&self, _params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
-        Box::pin(async move { Ok(ElicitResult::accept(json!({"name": "Ada"}).as_object().cloned().unwrap_or_default())) })
+        Box::pin(
+            async move { Ok(ElicitResult::accept(json!({"name": "Ada"}).as_object().cloned().unwrap_or_default())) },
+        )
     }
     fn list_roots(&self) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
         Box::pin(async move { Ok(ListRootsResult::new(vec![Root::new("file:///tmp/a"), Root::new("file:///tmp/b")])) })
@@ -234,7 +259,8 @@ pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
 /// Validates every recorded message against the official schema of `version`.
 pub fn validate_wire(wire: &Wire, version: ProtocolVersion) {
     let root = format!("{}/../../testdata/spec/schema/{}/schema.json", env!("CARGO_MANIFEST_DIR"), version.as_str());
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&root).expect("schema file")).expect("schema json");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(&root).expect("schema file")).expect("schema json");
     let defs_key = if schema.get("$defs").is_some() { "$defs" } else { "definitions" };
     let mut methods: HashMap<(String, String), String> = HashMap::new();
     let mut checked = 0;
@@ -262,14 +288,19 @@ pub fn validate_wire(wire: &Wire, version: ProtocolVersion) {
         } else {
             continue;
         };
-        let def = if def == "JSONRPCErrorResponse" && schema[defs_key].get(&def).is_none() { "JSONRPCError".to_owned() } else { def };
+        let def = if def == "JSONRPCErrorResponse" && schema[defs_key].get(&def).is_none() {
+            "JSONRPCError".to_owned()
+        } else {
+            def
+        };
         if schema[defs_key].get(&def).is_none() {
             continue; // the type does not exist in this revision (e.g. InputRequiredResult before 2026)
         }
         let mut s = schema.clone();
         s["$ref"] = Value::String(format!("#/{defs_key}/{def}"));
         let validator = jsonschema::validator_for(&s).expect("compile schema");
-        let errors: Vec<String> = validator.iter_errors(&instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
+        let errors: Vec<String> =
+            validator.iter_errors(&instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
         assert!(errors.is_empty(), "{side} emitted an invalid {def} for {version}:\n{instance}\n{errors:#?}");
         checked += 1;
     }
