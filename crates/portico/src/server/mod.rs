@@ -73,6 +73,8 @@ impl std::fmt::Debug for Server {
 
 struct Inner {
     info: Implementation,
+    /// `info` as JSON, for the `_meta` of every stateless-era result (encoded once).
+    info_json: serde_json::Value,
     instructions: Option<String>,
     capabilities: ServerCapabilities,
     registry: RwLock<Registry>,
@@ -399,6 +401,7 @@ impl ServerBuilder {
         let (events, _) = broadcast::channel(256);
         Server {
             inner: Arc::new(Inner {
+                info_json: serde_json::to_value(&self.info).unwrap_or_default(),
                 info: self.info,
                 instructions: self.instructions,
                 capabilities,

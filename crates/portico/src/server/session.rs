@@ -474,7 +474,7 @@ impl Session {
                 *rt = Some(ResultType::Complete);
             }
             let complete = *rt == Some(ResultType::Complete);
-            let info = serde_json::to_value(&self.server.inner.info).unwrap_or(Value::Null);
+            let info = self.server.inner.info_json.clone();
             r.meta_mut().get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info);
             let config = &self.server.inner.config;
             if let Some((ttl, scope)) = r.cache_mut()
