@@ -266,3 +266,46 @@ fn the_wire_validator_rejects_invalid_messages() {
     drop(frames);
     validate_wire(&wire, ProtocolVersion::V2025_11_25);
 }
+
+#[tokio::test]
+async fn pages_and_the_stateless_cache() {
+    let server = portico::server::Server::builder(Implementation::new("many", "1"))
+        .page_size(7)
+        .cache_hints(60_000, CacheScope::Private)
+        .build();
+    for i in 0..30 {
+        server.add_tool(Tool::new(format!("t{i:02}"), JsonObject::new()), |_: Empty| async move { "ok" });
+    }
+    for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
+        let (c, s, wire) = tapped_pair();
+        server.connect(s);
+        let client = Client::builder(Implementation::new("c", "1")).era(mode).connect(c).await.expect("connect");
+        let first = client.list_tools(None).await.expect("page");
+        assert_eq!(first.tools.len(), 7);
+        assert!(first.next_cursor.is_some());
+        let all = client.list_all_tools().await.expect("all");
+        assert_eq!(all.len(), 30, "every tool exactly once");
+        assert_eq!(all[29].name, "t29");
+        let lists = || wire.frames().iter().filter(|(s, m)| *s == "client" && m["method"] == "tools/list").count();
+        let before = lists();
+        client.list_all_tools().await.expect("again");
+        if mode == EraMode::Stateless {
+            assert_eq!(lists(), before, "served from the ttlMs cache");
+            let sub = client.listen(SubscriptionFilter::new().with_tools_list_changed()).await.expect("listen");
+            server.add_tool(Tool::new("t30", JsonObject::new()), |_: Empty| async move { "ok" });
+            assert!(
+                eventually(|| wire
+                    .frames()
+                    .iter()
+                    .any(|(s, m)| *s == "server" && m["method"] == "notifications/tools/list_changed"))
+                .await
+            );
+            assert_eq!(client.list_all_tools().await.expect("fresh").len(), 31, "list_changed invalidated the cache");
+            drop(sub);
+            assert!(server.remove_tool("t30"));
+        } else {
+            assert_eq!(lists(), before + 5, "the handshake era has no cache hints");
+        }
+        client.close().await;
+    }
+}

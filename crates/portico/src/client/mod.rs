@@ -195,6 +195,8 @@ struct Inner {
 pub struct CallOptions {
     /// Overrides the client's request timeout.
     pub timeout: Option<Duration>,
+    /// A hard limit that progress never extends (the timeout itself restarts on progress).
+    pub max_timeout: Option<Duration>,
     /// Receives the server's progress notifications for this call.
     pub on_progress: Option<ProgressSink>,
     /// Cancels the call (the server is sent `notifications/cancelled`).
@@ -209,6 +211,11 @@ impl CallOptions {
     /// Sets the timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+    /// Sets a hard limit that progress notifications never extend.
+    pub fn with_max_timeout(mut self, max: Duration) -> Self {
+        self.max_timeout = Some(max);
         self
     }
     /// Receives progress notifications.

@@ -36,6 +36,7 @@ pub mod sealed;
 mod session;
 pub mod uri_template;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
@@ -76,7 +77,8 @@ struct Inner {
     /// `info` as JSON, for the `_meta` of every stateless-era result (encoded once).
     info_json: serde_json::Value,
     instructions: Option<String>,
-    capabilities: ServerCapabilities,
+    /// What is declared; `add_*` at runtime switches a capability on for later handshakes.
+    offers: Offers,
     registry: RwLock<Registry>,
     config: Config,
     events: broadcast::Sender<Event>,
@@ -91,6 +93,14 @@ struct Config {
     cache_scope: CacheScope,
     sealer: StateSealer,
     rpc: RpcConfig,
+}
+
+/// Which capabilities are declared.
+pub(crate) struct Offers {
+    pub tools: AtomicBool,
+    pub resources: AtomicBool,
+    pub prompts: AtomicBool,
+    pub completions: bool,
 }
 
 /// A change the server tells interested clients about.
@@ -139,9 +149,29 @@ impl Server {
         &self.inner.info
     }
 
-    /// What the server declares.
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.capabilities
+    /// What the server declares now. A server built without tools declares `tools` from the
+    /// first `add_tool` on (for clients that connect or discover after it).
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let o = &self.inner.offers;
+        let mut c = ServerCapabilities::default();
+        c.logging = Some(Default::default());
+        if o.tools.load(Ordering::Relaxed) {
+            c.tools = Some(ListChangedCapability::new(true));
+        }
+        if o.resources.load(Ordering::Relaxed) {
+            c.resources = Some(ResourcesCapability::new(true, true));
+        }
+        if o.prompts.load(Ordering::Relaxed) {
+            c.prompts = Some(ListChangedCapability::new(true));
+        }
+        if o.completions {
+            c.completions = Some(Default::default());
+        }
+        c
+    }
+
+    pub(crate) fn offers(&self) -> &Offers {
+        &self.inner.offers
     }
 
     /// Serves one connection until it closes.
@@ -169,6 +199,7 @@ impl Server {
     pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
         let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.inner.offers.tools.store(true, Ordering::Relaxed);
         self.tools_changed();
     }
 
@@ -201,6 +232,7 @@ impl Server {
     pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
         let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.resources.insert(entry.def.uri.clone(), Arc::new(entry)));
+        self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
     }
 
@@ -225,6 +257,7 @@ impl Server {
         let parsed = UriTemplate::parse(&template.uri_template)?;
         let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
+        self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
         Ok(())
     }
@@ -233,6 +266,7 @@ impl Server {
     pub fn add_prompt<M>(&self, prompt: Prompt, handler: impl PromptHandler<M>) {
         let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.prompts.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.inner.offers.prompts.store(true, Ordering::Relaxed);
         self.emit(Event::PromptsChanged);
     }
 
@@ -381,22 +415,11 @@ impl ServerBuilder {
     /// Builds the server.
     pub fn build(self) -> Server {
         let r = &self.registry;
-        let capabilities = {
-            let mut c = ServerCapabilities::default();
-            c.logging = Some(Default::default());
-            if self.tools || !r.tools.is_empty() {
-                c.tools = Some(ListChangedCapability::new(true));
-            }
-            if self.resources || !r.resources.is_empty() || !r.templates.is_empty() {
-                c.resources = Some(ResourcesCapability::new(true, true));
-            }
-            if self.prompts || !r.prompts.is_empty() {
-                c.prompts = Some(ListChangedCapability::new(true));
-            }
-            if r.completion.is_some() {
-                c.completions = Some(Default::default());
-            }
-            c
+        let offers = Offers {
+            tools: AtomicBool::new(self.tools || !r.tools.is_empty()),
+            resources: AtomicBool::new(self.resources || !r.resources.is_empty() || !r.templates.is_empty()),
+            prompts: AtomicBool::new(self.prompts || !r.prompts.is_empty()),
+            completions: r.completion.is_some(),
         };
         let (events, _) = broadcast::channel(256);
         Server {
@@ -404,7 +427,7 @@ impl ServerBuilder {
                 info_json: serde_json::to_value(&self.info).unwrap_or_default(),
                 info: self.info,
                 instructions: self.instructions,
-                capabilities,
+                offers,
                 registry: RwLock::new(self.registry),
                 config: self.config,
                 events,

@@ -115,40 +115,44 @@ impl Session {
         debug!(%version, "initialized");
         self.start_forwarding(peer.clone());
         let inner = &self.server.inner;
-        let mut r = InitializeResult::new(version.as_str(), inner.capabilities.clone(), inner.info.clone());
+        let mut r = InitializeResult::new(version.as_str(), self.server.capabilities(), inner.info.clone());
         r.instructions = inner.instructions.clone();
         encode_for(&r, version, downgrade::initialize_result)
     }
 
     async fn dispatch(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        let caps = &self.server.inner.capabilities;
+        let offers = self.server.offers();
+        let (tools, resources, prompts) = (
+            offers.tools.load(Ordering::Relaxed),
+            offers.resources.load(Ordering::Relaxed),
+            offers.prompts.load(Ordering::Relaxed),
+        );
         let modern = era.version.is_stateless();
         let params = req.params.as_deref();
         let gate = |present: bool| if present { Ok(()) } else { Err(ErrorObject::method_not_found(&req.method)) };
         match &*req.method {
             methods::PING if !modern => encode(&EmptyResult::new()),
             methods::LOGGING_SET_LEVEL if !modern => {
-                gate(caps.logging.is_some())?;
                 let p: SetLevelRequestParams = parse(params)?;
                 self.log_level.store(p.level as u8, Ordering::Relaxed);
                 encode(&EmptyResult::new())
             }
             methods::SERVER_DISCOVER if modern => {
                 let inner = &self.server.inner;
-                let mut r = DiscoverResult::new(supported_versions(), caps.clone());
+                let mut r = DiscoverResult::new(supported_versions(), self.server.capabilities());
                 r.instructions = inner.instructions.clone();
                 self.finish(r, &era)
             }
             methods::TOOLS_LIST => {
-                gate(caps.tools.is_some())?;
+                gate(tools)?;
                 self.list_tools(params, &era)
             }
             methods::TOOLS_CALL => {
-                gate(caps.tools.is_some())?;
+                gate(tools)?;
                 self.call_tool(req, era, peer).await
             }
             methods::RESOURCES_LIST => {
-                gate(caps.resources.is_some())?;
+                gate(resources)?;
                 let p: PaginatedRequestParams = parse(params)?;
                 let reg = self.server.registry();
                 let (items, next) = self.page(reg.resources.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
@@ -158,7 +162,7 @@ impl Session {
                 self.finish_with(r, &era, downgrade::list_resources)
             }
             methods::RESOURCES_TEMPLATES_LIST => {
-                gate(caps.resources.is_some())?;
+                gate(resources)?;
                 let p: PaginatedRequestParams = parse(params)?;
                 let reg = self.server.registry();
                 let (items, next) = self.page(reg.templates.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
@@ -168,11 +172,11 @@ impl Session {
                 self.finish_with(r, &era, downgrade::list_templates)
             }
             methods::RESOURCES_READ => {
-                gate(caps.resources.is_some())?;
+                gate(resources)?;
                 self.read_resource(req, era, peer).await
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if !modern => {
-                gate(caps.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)))?;
+                gate(resources)?;
                 let p: SubscribeRequestParams = parse(params)?;
                 let mut subs = lock(&self.subscriptions);
                 if &*req.method == methods::RESOURCES_SUBSCRIBE {
@@ -183,7 +187,7 @@ impl Session {
                 encode(&EmptyResult::new())
             }
             methods::PROMPTS_LIST => {
-                gate(caps.prompts.is_some())?;
+                gate(prompts)?;
                 let p: PaginatedRequestParams = parse(params)?;
                 let reg = self.server.registry();
                 let (items, next) = self.page(reg.prompts.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
@@ -193,11 +197,11 @@ impl Session {
                 self.finish_with(r, &era, downgrade::list_prompts)
             }
             methods::PROMPTS_GET => {
-                gate(caps.prompts.is_some())?;
+                gate(prompts)?;
                 self.get_prompt(req, era, peer).await
             }
             methods::COMPLETION_COMPLETE => {
-                gate(caps.completions.is_some())?;
+                gate(offers.completions)?;
                 let p: CompleteRequestParams = parse(params)?;
                 self.check_completion_ref(&p.r#ref)?;
                 let handler = self
@@ -367,7 +371,7 @@ impl Session {
     /// client cancels or the connection closes.
     async fn listen(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: SubscriptionsListenRequestParams = parse(req.params.as_deref())?;
-        let caps = &self.server.inner.capabilities;
+        let caps = self.server.capabilities();
         let mut honored = p.notifications.clone();
         let list_changed = |c: Option<bool>| c == Some(true);
         honored.tools_list_changed =
