@@ -36,7 +36,8 @@ const SEEDS: &[&str] = &[
     r#"[{"jsonrpc":"2.0","id":6,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}]"#,
 ];
 
-const JUNK: &[&str] = &["null", "{}", "[]", "\"\\u0000\"", "1e999", "-0", "true", "\"\u{1F600}\"", "{\"a\":[[[[[[]]]]]]}", "\"\\ud800\""];
+const JUNK: &[&str] =
+    &["null", "{}", "[]", "\"\\u0000\"", "1e999", "-0", "true", "\"\u{1F600}\"", "{\"a\":[[[[[[]]]]]]}", "\"\\ud800\""];
 
 fn mutate(rng: &mut Rng, seed: &str) -> Vec<u8> {
     let mut b = seed.as_bytes().to_vec();
@@ -63,7 +64,8 @@ fn mutate(rng: &mut Rng, seed: &str) -> Vec<u8> {
             _ => {
                 // Replace a value: find a ':' and put junk after it.
                 if let Some(pos) = b.iter().enumerate().filter(|(_, c)| **c == b':').map(|(i, _)| i).nth(rng.below(6)) {
-                    let end = b[pos + 1..].iter().position(|c| *c == b',' || *c == b'}').map_or(b.len(), |e| pos + 1 + e);
+                    let end =
+                        b[pos + 1..].iter().position(|c| *c == b',' || *c == b'}').map_or(b.len(), |e| pos + 1 + e);
                     let junk = JUNK[rng.below(JUNK.len())];
                     b.splice(pos + 1..end, junk.bytes());
                 }
@@ -93,7 +95,9 @@ async fn corrupted_messages_never_break_the_server() {
             // Every 50 frames, a well-formed ping must be answered: the server is alive.
             if round % 50 == 49 {
                 let id = format!("alive-{round}");
-                w.write_frame(json!({"jsonrpc":"2.0","id":id,"method":"ping"}).to_string().as_bytes()).await.expect("write");
+                w.write_frame(json!({"jsonrpc":"2.0","id":id,"method":"ping"}).to_string().as_bytes())
+                    .await
+                    .expect("write");
                 let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
                 loop {
                     let frame = tokio::time::timeout_at(deadline, r.read_frame())

@@ -229,6 +229,22 @@ pub(crate) struct PromptEntry {
     pub enabled: bool,
 }
 
+/// What the listing code needs of any entry.
+pub(crate) trait Entry {
+    type Def: Clone;
+    fn def(&self) -> &Self::Def;
+    fn enabled(&self) -> bool;
+}
+
+macro_rules! entry {
+    ($($t:ty => $d:ty),*) => {$(impl Entry for $t {
+        type Def = $d;
+        fn def(&self) -> &$d { &self.def }
+        fn enabled(&self) -> bool { self.enabled }
+    })*};
+}
+entry!(ToolEntry => Tool, ResourceEntry => Resource, TemplateEntry => ResourceTemplate, PromptEntry => Prompt);
+
 /// Everything the server offers. Entries are `Arc`ed so a snapshot for one request is cheap.
 #[derive(Default)]
 pub(crate) struct Registry {

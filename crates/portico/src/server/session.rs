@@ -1,7 +1,7 @@
 //! The era layer: one connection's state, the dual-era rules that pick the era of each request,
 //! capability gating, and the dispatch of every server method to the registry.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::context::{Inner as CtxInner, InputState, LEVEL_UNSET, LogGate, RequestContext};
-use super::registry::{InvalidCursor, page};
+use super::registry::{Entry, InvalidCursor, Registry, page};
 use super::{Event, Server, downgrade, input};
 use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
 
@@ -50,6 +50,21 @@ pub(crate) struct Session {
     subscriptions: Arc<Mutex<HashSet<String>>>,
     peer: OnceLock<Peer>,
     forwarding: AtomicBool,
+}
+
+/// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
+/// handler's typed decoding reads them directly.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NamedCall<'a> {
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default)]
+    input_responses: Option<portico_schema::InputResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
 }
 
 /// Only the `_meta` of a request's params; everything else is skipped unparsed.
@@ -153,22 +168,16 @@ impl Session {
             }
             methods::RESOURCES_LIST => {
                 gate(resources)?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.resources.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListResourcesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                let (items, next) = self.list(params, |r| &r.resources)?;
+                let mut r = ListResourcesResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_resources)
             }
             methods::RESOURCES_TEMPLATES_LIST => {
                 gate(resources)?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.templates.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListResourceTemplatesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                let (items, next) = self.list(params, |r| &r.templates)?;
+                let mut r = ListResourceTemplatesResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_templates)
             }
             methods::RESOURCES_READ => {
@@ -188,12 +197,9 @@ impl Session {
             }
             methods::PROMPTS_LIST => {
                 gate(prompts)?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.prompts.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListPromptsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                let (items, next) = self.list(params, |r| &r.prompts)?;
+                let mut r = ListPromptsResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_prompts)
             }
             methods::PROMPTS_GET => {
@@ -219,13 +225,18 @@ impl Session {
         }
     }
 
-    fn page<'a, T: 'a>(
+    /// One page of the enabled entries of one registry map, by the request's cursor.
+    fn list<E: Entry>(
         &self,
-        items: impl Iterator<Item = (&'a String, &'a T)>,
-        cursor: Option<&str>,
-    ) -> Result<(Vec<&'a T>, Option<String>), ErrorObject> {
-        page(items, cursor, self.server.inner.config.page_size)
-            .map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))
+        params: Option<&RawValue>,
+        pick: impl Fn(&Registry) -> &BTreeMap<String, Arc<E>>,
+    ) -> Result<(Vec<E::Def>, Option<String>), ErrorObject> {
+        let p: PaginatedRequestParams = parse(params)?;
+        let reg = self.server.registry();
+        let items = pick(&reg).iter().filter(|(_, e)| e.enabled());
+        let (items, next) = page(items, p.cursor.as_deref(), self.server.inner.config.page_size)
+            .map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))?;
+        Ok((items.into_iter().map(|e| e.def().clone()).collect(), next))
     }
 
     fn check_completion_ref(&self, r: &CompletionReference) -> Result<(), ErrorObject> {
@@ -245,8 +256,7 @@ impl Session {
     }
 
     fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
-        let p: PaginatedRequestParams = parse(params)?;
-        let first_page = p.cursor.is_none();
+        let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
         if first_page {
             if let Some((_, bytes)) =
                 crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version)
@@ -254,11 +264,9 @@ impl Session {
                 return Ok(bytes.clone());
             }
         }
-        let reg = self.server.registry();
-        let (items, next) = self.page(reg.tools.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-        let mut r = ListToolsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+        let (items, next) = self.list(params, |r| &r.tools)?;
+        let mut r = ListToolsResult::new(items);
         r.next_cursor = next;
-        drop(reg);
         let bytes = self.finish_with(r, era, downgrade::list_tools)?;
         if first_page {
             crate::rpc::write_lock(&self.server.inner.tools_cache).push((era.version, bytes.clone()));
@@ -267,19 +275,7 @@ impl Session {
     }
 
     async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-            #[serde(borrow, default)]
-            arguments: Option<&'a RawValue>,
-            #[serde(default)]
-            input_responses: Option<portico_schema::InputResponses>,
-            #[serde(default)]
-            request_state: Option<String>,
-        }
-        let p: Params<'_> = parse(req.params.as_deref())?;
+        let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
@@ -304,19 +300,7 @@ impl Session {
     }
 
     async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-            #[serde(borrow, default)]
-            arguments: Option<&'a RawValue>,
-            #[serde(default)]
-            input_responses: Option<portico_schema::InputResponses>,
-            #[serde(default)]
-            request_state: Option<String>,
-        }
-        let p: Params<'_> = parse(req.params.as_deref())?;
+        let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)));
