@@ -159,6 +159,38 @@ pub struct ServerCapabilities {
     pub extra: Map<String, Value>,
 }
 
+impl ServerCapabilities {
+    /// No capabilities.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Declares `tools` (with `listChanged` when `list_changed`).
+    pub fn with_tools(mut self, list_changed: bool) -> Self {
+        self.tools = Some(ListChangedCapability::new(list_changed));
+        self
+    }
+    /// Declares `prompts` (with `listChanged` when `list_changed`).
+    pub fn with_prompts(mut self, list_changed: bool) -> Self {
+        self.prompts = Some(ListChangedCapability::new(list_changed));
+        self
+    }
+    /// Declares `resources` with the given sub-capabilities.
+    pub fn with_resources(mut self, subscribe: bool, list_changed: bool) -> Self {
+        self.resources = Some(ResourcesCapability::new(subscribe, list_changed));
+        self
+    }
+    /// Declares `logging`.
+    pub fn with_logging(mut self) -> Self {
+        self.logging = Some(JsonObject::new());
+        self
+    }
+    /// Declares `completions`.
+    pub fn with_completions(mut self) -> Self {
+        self.completions = Some(JsonObject::new());
+        self
+    }
+}
+
 /// `ServerCapabilities.tools` and `.prompts`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -203,5 +235,17 @@ impl ResourcesCapability {
             list_changed: list_changed.then_some(true),
             extra: Map::new(),
         }
+    }
+}
+
+/// Turns a JSON object literal (such as `serde_json::json!({...})`) into a [`JsonObject`], e.g.
+/// for a tool's input schema.
+///
+/// # Panics
+/// When `value` is not an object: a programming error in a literal, found at startup.
+pub fn object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(m) => m,
+        other => panic!("expected a JSON object, got {other}"),
     }
 }

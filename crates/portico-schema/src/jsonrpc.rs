@@ -70,9 +70,7 @@ impl<'de> Deserialize<'de> for RequestId {
                 Ok(RequestId::Number(v))
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<RequestId, E> {
-                i64::try_from(v)
-                    .map(RequestId::Number)
-                    .map_err(|_| E::custom("request id out of range"))
+                i64::try_from(v).map(RequestId::Number).map_err(|_| E::custom("request id out of range"))
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<RequestId, E> {
                 // JSON has one number type; `1.0` is an integer written oddly, `1.5` is not an id.
@@ -293,11 +291,7 @@ impl Serialize for JsonRpcVersion {
 impl<'de> Deserialize<'de> for JsonRpcVersion {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = std::borrow::Cow::<str>::deserialize(d)?;
-        if s == JSONRPC_VERSION {
-            Ok(JsonRpcVersion)
-        } else {
-            Err(serde::de::Error::custom("jsonrpc must be \"2.0\""))
-        }
+        if s == JSONRPC_VERSION { Ok(JsonRpcVersion) } else { Err(serde::de::Error::custom("jsonrpc must be \"2.0\"")) }
     }
 }
 
@@ -316,15 +310,12 @@ mod tests {
 
     #[test]
     fn messages_classify() {
-        let m: JSONRPCMessage =
-            serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request");
+        let m: JSONRPCMessage = serde_json::from_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).expect("request");
         assert!(matches!(m, JSONRPCMessage::Request(_)));
-        let m: JSONRPCMessage =
-            serde_json::from_str(r#"{"jsonrpc":"2.0","method":"x"}"#).expect("notification");
+        let m: JSONRPCMessage = serde_json::from_str(r#"{"jsonrpc":"2.0","method":"x"}"#).expect("notification");
         assert!(matches!(m, JSONRPCMessage::Notification(_)));
-        let m: JSONRPCMessage =
-            serde_json::from_str(r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"p"}}"#)
-                .expect("error without id");
+        let m: JSONRPCMessage = serde_json::from_str(r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"p"}}"#)
+            .expect("error without id");
         assert!(matches!(m, JSONRPCMessage::Error(JSONRPCErrorResponse { id: None, .. })));
         assert!(serde_json::from_str::<JSONRPCMessage>(r#"{"jsonrpc":"1.0","method":"x"}"#).is_err());
     }

@@ -76,6 +76,24 @@ impl Icon {
         Icon { src: src.into(), ..Default::default() }
     }
 
+    /// Sets the MIME type.
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// Sets the sizes, e.g. `["48x48"]` or `["any"]`.
+    pub fn with_sizes(mut self, sizes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.sizes = Some(sizes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the theme (`"light"` or `"dark"`).
+    pub fn with_theme(mut self, theme: impl Into<String>) -> Self {
+        self.theme = Some(theme.into());
+        self
+    }
+
     /// True when `src` uses a scheme consumers may load: `https:` or `data:` only.
     ///
     /// The spec requires consumers to refuse every other scheme (`javascript:`, `file:`,
@@ -111,7 +129,11 @@ pub struct InitializeRequestParams {
 
 impl InitializeRequestParams {
     /// Params asking for `protocol_version`.
-    pub fn new(protocol_version: impl Into<String>, capabilities: ClientCapabilities, client_info: Implementation) -> Self {
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ClientCapabilities,
+        client_info: Implementation,
+    ) -> Self {
         InitializeRequestParams {
             protocol_version: protocol_version.into(),
             capabilities,
@@ -145,13 +167,12 @@ pub struct InitializeResult {
 
 impl InitializeResult {
     /// A result choosing `protocol_version`.
-    pub fn new(protocol_version: impl Into<String>, capabilities: ServerCapabilities, server_info: Implementation) -> Self {
-        InitializeResult {
-            protocol_version: protocol_version.into(),
-            capabilities,
-            server_info,
-            ..Default::default()
-        }
+    pub fn new(
+        protocol_version: impl Into<String>,
+        capabilities: ServerCapabilities,
+        server_info: Implementation,
+    ) -> Self {
+        InitializeResult { protocol_version: protocol_version.into(), capabilities, server_info, ..Default::default() }
     }
 }
 
@@ -164,7 +185,9 @@ mod tests {
         assert!(Icon::new("https://example.com/a.png").has_safe_uri());
         assert!(Icon::new("data:image/png;base64,AAAA").has_safe_uri());
         assert!(Icon::new("HTTPS://example.com/a.png").has_safe_uri());
-        for bad in ["javascript:alert(1)", "file:///etc/passwd", "http://x/a.png", "ftp://x", "ws://x", "a.png", "https:"] {
+        for bad in
+            ["javascript:alert(1)", "file:///etc/passwd", "http://x/a.png", "ftp://x", "ws://x", "a.png", "https:"]
+        {
             assert!(!Icon::new(bad).has_safe_uri(), "{bad}");
         }
     }

@@ -63,6 +63,30 @@ impl RequestMeta {
         self
     }
 
+    /// Sets the protocol version (2026-07-28).
+    pub fn with_protocol_version(mut self, version: impl Into<String>) -> Self {
+        self.protocol_version = Some(version.into());
+        self
+    }
+
+    /// Sets the client capabilities (2026-07-28).
+    pub fn with_client_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.client_capabilities = Some(capabilities);
+        self
+    }
+
+    /// Sets the client info (2026-07-28).
+    pub fn with_client_info(mut self, client_info: Implementation) -> Self {
+        self.client_info = Some(client_info);
+        self
+    }
+
+    /// Sets the per-request log level (2026-07-28).
+    pub fn with_log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
         self.progress_token.is_none()

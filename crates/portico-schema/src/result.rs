@@ -114,4 +114,9 @@ impl PaginatedRequestParams {
         self.cursor = Some(cursor.into());
         self
     }
+    /// Sets `_meta`.
+    pub fn with_meta(mut self, meta: RequestMeta) -> Self {
+        self.meta = Some(meta);
+        self
+    }
 }

@@ -106,6 +106,12 @@ impl fmt::Display for ProtocolVersion {
     }
 }
 
+impl From<ProtocolVersion> for String {
+    fn from(v: ProtocolVersion) -> String {
+        v.as_str().to_owned()
+    }
+}
+
 /// The error of parsing an unknown revision string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownVersion(pub String);

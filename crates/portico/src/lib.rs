@@ -1,15 +1,96 @@
 //! Portico: the Model Context Protocol for Rust.
+//!
+//! Servers and clients for every MCP revision — 2024-11-05, 2025-03-26, 2025-06-18,
+//! 2025-11-25 (the handshake era) and 2026-07-28 (the stateless era) — from one handler API.
+//!
+//! # A server in a few lines
+//!
+//! ```no_run
+//! use portico::schema::{Implementation, Tool, object};
+//! use portico::server::{RequestContext, Server};
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize)]
+//! struct Greet { name: String }
+//!
+//! # async fn run() -> Result<(), portico::Error> {
+//! let input = object(serde_json::json!({
+//!     "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"]
+//! }));
+//! Server::builder(Implementation::new("hello", "1.0.0"))
+//!     .tool(Tool::new("greet", input), |a: Greet, cx: RequestContext| async move {
+//!         cx.progress(1.0, Some(1.0), None).await.ok();
+//!         format!("Hello, {}!", a.name)
+//!     })
+//!     .build()
+//!     .serve(portico::transport::stdio::stdio())
+//!     .await
+//! # }
+//! ```
+//!
+//! # A client
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), portico::Error> {
+//! use portico::client::Client;
+//! use portico::schema::{Implementation, Tool, object};
+//! use portico::server::Server;
+//! # #[derive(serde::Deserialize)] struct Greet { name: String }
+//!
+//! let (client_end, server_end) = portico::transport::memory::pair();
+//! let server = Server::builder(Implementation::new("hello", "1.0.0"))
+//!     .tool(Tool::new("greet", object(serde_json::json!({"type": "object"}))), |a: Greet| async move {
+//!         format!("Hello, {}!", a.name)
+//!     })
+//!     .build();
+//! server.connect(server_end);
+//!
+//! let client = Client::builder(Implementation::new("host", "1.0.0")).connect(client_end).await?;
+//! assert_eq!(client.protocol_version().as_str(), "2026-07-28"); // detected by server/discover
+//! let result = client.call_tool("greet", serde_json::json!({ "name": "Ada" })).await?;
+//! assert_eq!(result.is_error, None);
+//! # Ok(()) }
+//! ```
+//!
+//! # API themes
+//!
+//! - **Builders and plain async fns.** `Server::builder(info).tool(tool, handler).build()`;
+//!   a handler is an async closure taking typed arguments and optionally a
+//!   [`server::RequestContext`]. Everything can also change at runtime (`Server::add_tool`, …),
+//!   and connected clients are told (`list_changed`).
+//! - **The two eras.** Handlers never see the era. The server picks it per request by the
+//!   spec's dual-era rules; the client detects it at `connect`. Input from the client
+//!   (`RequestContext::elicit`, `create_message`, `list_roots`) works in both: a request to the
+//!   client in the handshake era, an input-required result and a retry in 2026-07-28.
+//! - **Errors.** [`Error`] is opaque with [`ErrorKind`] (whose fault it was) and predicates
+//!   (`is_timeout`, `is_closed`, `peer_error`). Wire errors are data
+//!   ([`schema::ErrorObject`]). A failing tool returns a result with `isError`, not an error.
+//! - **Dropping and cancellation.** Dropping a client call's future cancels the request and
+//!   tells the server (`notifications/cancelled`); a cancelled server handler's future is
+//!   dropped and no response is sent. Async fns document their cancel safety.
+//! - **Bounds.** Every queue, message size and concurrency limit is bounded and configurable.
+//!
+//! # Features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `server` | yes | [`server`] |
+//! | `client` | yes | [`client`] |
+//! | `stdio` | yes | [`transport::stdio`]: newline-delimited JSON over stdin/stdout or any byte stream |
+//! | `child-process` | no | `transport::child`: spawn a server and talk to it over its stdio |
 #![deny(missing_docs)]
 
 pub use portico_schema as schema;
 
 mod error;
-#[allow(dead_code)]
+// The engine serves both sides; with only one side compiled, parts of it are unused.
+#[cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code, unused_imports))]
 mod rpc;
 pub mod transport;
 
 pub use error::{Error, ErrorKind, Result};
-#[cfg(feature = "server")]
-pub mod server;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(feature = "server")]
+pub mod server;

@@ -13,9 +13,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 const ECHO: &str = r#"while IFS= read -r l; do printf "%s\n" "$l"; done"#;
 
 async fn bounded<T>(fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .expect("test took too long")
+    tokio::time::timeout(LIMIT, fut).await.expect("test took too long")
 }
 
 async fn next(reader: &mut ChildReader) -> Option<Bytes> {
@@ -54,9 +52,8 @@ async fn until_reaped(pid: u32) {
 #[tokio::test]
 async fn echo_round_trip_and_clean_shutdown() {
     let (mut reader, mut writer, handle) = spawn(&mut sh(ECHO));
-    let frames: Vec<String> = (0..200)
-        .map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}"))
-        .collect();
+    let frames: Vec<String> =
+        (0..200).map(|i| format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}")).collect();
     for frame in &frames {
         writer.write_frame(frame.as_bytes()).await.expect("write");
     }
@@ -65,21 +62,12 @@ async fn echo_round_trip_and_clean_shutdown() {
         assert_eq!(next(&mut reader).await.as_deref(), Some(frame.as_bytes()));
     }
     // A second exchange after the first flush.
-    writer
-        .write_frame(b"{\"id\":\"again\"}")
-        .await
-        .expect("write");
+    writer.write_frame(b"{\"id\":\"again\"}").await.expect("write");
     writer.flush().await.expect("flush");
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"id\":\"again\"}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"id\":\"again\"}"[..]));
 
     writer.close().await.expect("close");
-    assert!(
-        next(&mut reader).await.is_none(),
-        "child exits on stdin EOF"
-    );
+    assert!(next(&mut reader).await.is_none(), "child exits on stdin EOF");
     let status = bounded(handle.shutdown()).await.expect("shutdown");
     assert!(status.success(), "{status:?}");
 }
@@ -95,11 +83,7 @@ async fn shutdown_closes_stdin_itself() {
     let status = bounded(handle.shutdown()).await.expect("shutdown");
     assert!(status.success(), "{status:?}");
     assert!(next(&mut reader).await.is_none());
-    let err = writer
-        .write_frame(b"{}")
-        .await
-        .and(writer.flush().await)
-        .expect_err("stdin closed");
+    let err = writer.write_frame(b"{}").await.and(writer.flush().await).expect_err("stdin closed");
     assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     until_reaped(pid).await;
 }
@@ -107,21 +91,12 @@ async fn shutdown_closes_stdin_itself() {
 #[tokio::test]
 async fn env_cwd_and_args_are_applied() {
     let dir = std::env::temp_dir().canonicalize().expect("temp dir");
-    let mut builder =
-        sh(r#"printf '"%s|%s|%s|%s|%s"\n' "$FOO" "$BAR" "${HOME-unset}" "$(pwd)" "$1""#);
-    builder
-        .args(["sh", "first-arg"])
-        .env_clear()
-        .env("FOO", "foo value")
-        .envs([("BAR", "bar")])
-        .current_dir(&dir);
+    let mut builder = sh(r#"printf '"%s|%s|%s|%s|%s"\n' "$FOO" "$BAR" "${HOME-unset}" "$(pwd)" "$1""#);
+    builder.args(["sh", "first-arg"]).env_clear().env("FOO", "foo value").envs([("BAR", "bar")]).current_dir(&dir);
     let (mut reader, _writer, mut handle) = spawn(&mut builder);
     let line = next(&mut reader).await.expect("a line");
     let text: String = serde_json::from_slice(&line).expect("a JSON string");
-    assert_eq!(
-        text,
-        format!("foo value|bar|unset|{}|first-arg", dir.display())
-    );
+    assert_eq!(text, format!("foo value|bar|unset|{}|first-arg", dir.display()));
     assert!(next(&mut reader).await.is_none());
     let status = bounded(handle.wait()).await.expect("wait");
     assert!(status.success());
@@ -154,10 +129,7 @@ async fn stderr_output_does_not_disturb_the_stream() {
 async fn child_exiting_on_its_own_is_reaped() {
     let (mut reader, _writer, handle) = spawn(&mut sh(r#"printf '{"bye":true}\n'; exit 3"#));
     let pid = handle.pid();
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"bye\":true}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"bye\":true}"[..]));
     assert!(next(&mut reader).await.is_none());
     // Nobody calls wait or shutdown: the background task reaps the child.
     until_reaped(pid).await;
@@ -216,15 +188,9 @@ async fn dropping_everything_kills_the_child() {
 async fn dropping_the_handle_keeps_the_transport_working() {
     let (mut reader, mut writer, handle) = spawn(&mut sh(ECHO));
     drop(handle);
-    writer
-        .write_frame(b"{\"still\":\"here\"}")
-        .await
-        .expect("write");
+    writer.write_frame(b"{\"still\":\"here\"}").await.expect("write");
     writer.flush().await.expect("flush");
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"still\":\"here\"}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"still\":\"here\"}"[..]));
     writer.close().await.expect("close");
     assert!(next(&mut reader).await.is_none());
 }
@@ -242,9 +208,7 @@ async fn oversized_message_from_child_is_skipped() {
 
 #[tokio::test]
 async fn spawn_failure_is_an_error() {
-    let err = ChildProcess::new("/nonexistent/portico-test-server")
-        .spawn()
-        .expect_err("no such program");
+    let err = ChildProcess::new("/nonexistent/portico-test-server").spawn().expect_err("no such program");
     assert_eq!(err.kind(), io::ErrorKind::NotFound);
 }
 

@@ -16,9 +16,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf, duplex};
 const LIMIT: Duration = Duration::from_secs(60);
 
 async fn bounded<T>(fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(LIMIT, fut)
-        .await
-        .expect("test took too long")
+    tokio::time::timeout(LIMIT, fut).await.expect("test took too long")
 }
 
 async fn next<R: FrameReader>(reader: &mut R) -> Option<Bytes> {
@@ -55,10 +53,7 @@ async fn many_messages_in_one_write_are_split() {
     let frames = frames_of(data, 1 << 20).await;
     assert_eq!(frames.len(), 5000);
     for (i, frame) in frames.iter().enumerate() {
-        assert_eq!(
-            frame,
-            format!("{{\"jsonrpc\":\"2.0\",\"id\":{i}}}").as_bytes()
-        );
+        assert_eq!(frame, format!("{{\"jsonrpc\":\"2.0\",\"id\":{i}}}").as_bytes());
     }
 }
 
@@ -82,15 +77,7 @@ async fn message_split_across_small_writes_is_reassembled() {
 async fn crlf_blank_lines_and_unterminated_last_line() {
     let data = b"\n{\"a\":1}\r\n  \r\n\r\n\t\n{\"b\":2}\n\n {\"c\":3} \r\n{\"d\":4}".to_vec();
     let frames = frames_of(data, 3).await;
-    assert_eq!(
-        frames,
-        vec![
-            &b"{\"a\":1}"[..],
-            b"{\"b\":2}",
-            b" {\"c\":3} ",
-            b"{\"d\":4}"
-        ]
-    );
+    assert_eq!(frames, vec![&b"{\"a\":1}"[..], b"{\"b\":2}", b" {\"c\":3} ", b"{\"d\":4}"]);
 }
 
 #[tokio::test]
@@ -116,11 +103,7 @@ enum Part {
 }
 
 impl AsyncRead for Generated {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
+    fn poll_read(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         static FILL: [u8; 64 * 1024] = [b'x'; 64 * 1024];
         let Some(part) = self.parts.first_mut() else {
             return Poll::Ready(Ok(()));
@@ -178,19 +161,13 @@ async fn oversized_line_is_skipped_without_buffering_it() {
         ],
     };
     let mut reader = LineReader::new(stream).with_max_message_size(MIB);
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"before\":1}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"before\":1}"[..]));
     let err = bounded(reader.read_frame()).await.expect_err("too large");
     assert!(matches!(err, ReadError::TooLarge { limit: MIB }), "{err:?}");
     assert!(err.is_recoverable());
     let capacity = reader.buffered_capacity();
     assert!(capacity < 4 * MIB, "buffer grew to {capacity} bytes");
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"after\":2}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"after\":2}"[..]));
 
     let err = bounded(reader.read_frame()).await.expect_err("too large");
     assert!(matches!(err, ReadError::TooLarge { limit: MIB }), "{err:?}");
@@ -219,11 +196,7 @@ struct Counting {
 }
 
 impl AsyncWrite for Counting {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.bytes.lock().expect("lock").extend_from_slice(buf);
         Poll::Ready(Ok(buf.len()))
@@ -243,9 +216,7 @@ async fn writer_coalesces_frames() {
     let mut writer = LineWriter::new(sink.clone());
     let mut expected = Vec::new();
     for i in 0..1000 {
-        let frame = format!(
-            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"n\":{i}}}}}"
-        );
+        let frame = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"n\":{i}}}}}");
         writer.write_frame(frame.as_bytes()).await.expect("write");
         expected.extend_from_slice(frame.as_bytes());
         expected.push(b'\n');
@@ -267,10 +238,7 @@ async fn writer_coalesces_frames() {
 #[tokio::test]
 async fn writer_refuses_raw_newline_and_writes_after_close() {
     let mut writer = LineWriter::new(Counting::default());
-    let err = writer
-        .write_frame(b"{\"a\":\n1}")
-        .await
-        .expect_err("raw newline");
+    let err = writer.write_frame(b"{\"a\":\n1}").await.expect_err("raw newline");
     assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     assert_eq!(writer.buffered(), 0);
     writer.close().await.expect("close");
@@ -305,9 +273,7 @@ async fn stdio_transport_round_trip_over_duplex() {
     let (cr, cw) = tokio::io::split(client_io);
     let (sr, sw) = tokio::io::split(server_io);
     let (mut client_rx, mut client_tx) = StdioTransport::new(cr, cw).split();
-    let (mut server_rx, mut server_tx) = StdioTransport::new(sr, sw)
-        .with_max_message_size(64)
-        .split();
+    let (mut server_rx, mut server_tx) = StdioTransport::new(sr, sw).with_max_message_size(64).split();
     assert_eq!(server_rx.max_message_size(), 64);
 
     let server = tokio::spawn(async move {
@@ -317,10 +283,7 @@ async fn stdio_transport_round_trip_over_duplex() {
                 Ok(Some(frame)) => server_tx.write_frame(&frame).await.expect("echo"),
                 Ok(None) => break,
                 Err(ReadError::TooLarge { limit }) => {
-                    server_tx
-                        .write_frame(format!("{{\"tooLarge\":{limit}}}").as_bytes())
-                        .await
-                        .expect("write");
+                    server_tx.write_frame(format!("{{\"tooLarge\":{limit}}}").as_bytes()).await.expect("write");
                 }
                 Err(e) => panic!("{e}"),
             }
@@ -331,24 +294,12 @@ async fn stdio_transport_round_trip_over_duplex() {
 
     let big = format!("{{\"pad\":\"{}\"}}", "p".repeat(100));
     for frame in ["{\"id\":1}", big.as_str(), "{\"id\":2}"] {
-        client_tx
-            .write_frame(frame.as_bytes())
-            .await
-            .expect("write");
+        client_tx.write_frame(frame.as_bytes()).await.expect("write");
     }
     client_tx.flush().await.expect("flush");
-    assert_eq!(
-        next(&mut client_rx).await.as_deref(),
-        Some(&b"{\"id\":1}"[..])
-    );
-    assert_eq!(
-        next(&mut client_rx).await.as_deref(),
-        Some(&b"{\"tooLarge\":64}"[..])
-    );
-    assert_eq!(
-        next(&mut client_rx).await.as_deref(),
-        Some(&b"{\"id\":2}"[..])
-    );
+    assert_eq!(next(&mut client_rx).await.as_deref(), Some(&b"{\"id\":1}"[..]));
+    assert_eq!(next(&mut client_rx).await.as_deref(), Some(&b"{\"tooLarge\":64}"[..]));
+    assert_eq!(next(&mut client_rx).await.as_deref(), Some(&b"{\"id\":2}"[..]));
     client_tx.close().await.expect("close");
     assert!(next(&mut client_rx).await.is_none());
     bounded(server).await.expect("server task");
@@ -363,10 +314,7 @@ async fn reader_is_cancel_safe() {
     let timed_out = tokio::time::timeout(Duration::from_millis(20), reader.read_frame()).await;
     assert!(timed_out.is_err());
     tx.write_all(b"tial\":true}\n").await.expect("write");
-    assert_eq!(
-        next(&mut reader).await.as_deref(),
-        Some(&b"{\"partial\":true}"[..])
-    );
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"partial\":true}"[..]));
     drop(tx);
     assert!(next(&mut reader).await.is_none());
     // Reading after end of stream keeps saying so.

@@ -8,10 +8,13 @@ use bytes::Bytes;
 
 use crate::rpc::lock;
 
-/// Cached raw results by (method, cursor).
+/// (method, cursor).
+type Key = (&'static str, Option<String>);
+
+/// Cached raw results by (method, cursor), with their expiry.
 #[derive(Default)]
 pub(crate) struct ResultCache {
-    entries: Mutex<HashMap<(&'static str, Option<String>), (Instant, Bytes)>>,
+    entries: Mutex<HashMap<Key, (Instant, Bytes)>>,
 }
 
 /// Bound on entries, so a server returning endless pages cannot grow the cache without limit.

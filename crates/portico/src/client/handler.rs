@@ -13,7 +13,10 @@ use portico_schema::{
 /// capabilities you implement), notifications are ignored.
 pub trait ClientHandler: Send + Sync + 'static {
     /// `sampling/createMessage`: run the model.
-    fn create_message(&self, params: CreateMessageRequestParams) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
         let _ = params;
         Box::pin(async { Err(ErrorObject::method_not_found("sampling/createMessage")) })
     }

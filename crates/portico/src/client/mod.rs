@@ -18,27 +18,25 @@
 //! other error, or no answer in time) means the handshake era, and it sends `initialize`.
 
 mod cache;
+mod connection;
 mod handler;
 mod service;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::time::Duration;
 
 use bytes::Bytes;
 use portico_schema::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult,
-    DiscoverRequestParams, DiscoverResult, EmptyResult, ErrorCode, GetPromptRequestParams, GetPromptResult,
-    Implementation, InitializeRequestParams, InitializeResult, InputRequest, InputRequiredResult, InputResponse,
-    InputResponses, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    LoggingLevel, PaginatedRequestParams, Prompt, ProgressNotificationParams, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResult, RequestId, RequestMeta, Resource, ResourceTemplate, ResultType,
-    ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    SubscriptionsListenRequestParams, Tool, methods,
+    DiscoverRequestParams, DiscoverResult, EmptyResult, GetPromptRequestParams, GetPromptResult, Implementation,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProgressNotificationParams, Prompt, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResult, RequestMeta, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, SubscriptionsListenRequestParams, Tool, methods,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{ClientHandler, NoHandler};
@@ -46,6 +44,7 @@ pub use handler::{ClientHandler, NoHandler};
 use crate::error::{Error, ErrorKind};
 use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig, lock};
 use crate::transport::Transport;
+use connection::{HasMeta, Peek, decode};
 use service::ClientService;
 
 /// Which era to speak.
@@ -195,6 +194,8 @@ struct Inner {
 pub struct CallOptions {
     /// Overrides the client's request timeout.
     pub timeout: Option<Duration>,
+    /// A hard limit that progress never extends (the timeout itself restarts on progress).
+    pub max_timeout: Option<Duration>,
     /// Receives the server's progress notifications for this call.
     pub on_progress: Option<ProgressSink>,
     /// Cancels the call (the server is sent `notifications/cancelled`).
@@ -211,6 +212,11 @@ impl CallOptions {
         self.timeout = Some(timeout);
         self
     }
+    /// Sets a hard limit that progress notifications never extend.
+    pub fn with_max_timeout(mut self, max: Duration) -> Self {
+        self.max_timeout = Some(max);
+        self
+    }
     /// Receives progress notifications.
     pub fn with_progress(mut self, f: impl Fn(ProgressNotificationParams) + Send + Sync + 'static) -> Self {
         self.on_progress = Some(Arc::new(f));
@@ -220,197 +226,6 @@ impl CallOptions {
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
         self
-    }
-}
-
-/// Params types that carry a request `_meta`.
-trait HasMeta {
-    fn meta_mut(&mut self) -> &mut Option<RequestMeta>;
-}
-
-macro_rules! has_meta {
-    ($($t:ty),*) => {$(impl HasMeta for $t { fn meta_mut(&mut self) -> &mut Option<RequestMeta> { &mut self.meta } })*};
-}
-has_meta!(
-    PaginatedRequestParams,
-    CallToolRequestParams,
-    GetPromptRequestParams,
-    ReadResourceRequestParams,
-    CompleteRequestParams,
-    DiscoverRequestParams,
-    SubscribeRequestParams,
-    SetLevelRequestParams,
-    SubscriptionsListenRequestParams,
-    InitializeRequestParams
-);
-
-/// Params types of the methods that may answer "input required" (2026-07-28).
-trait Retryable: HasMeta {
-    fn set_input(&mut self, responses: Option<InputResponses>, state: Option<String>);
-}
-
-macro_rules! retryable {
-    ($($t:ty),*) => {$(impl Retryable for $t {
-        fn set_input(&mut self, responses: Option<InputResponses>, state: Option<String>) {
-            self.input_responses = responses;
-            self.request_state = state;
-        }
-    })*};
-}
-retryable!(CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams);
-
-#[derive(serde::Deserialize)]
-struct Peek {
-    #[serde(rename = "resultType", default)]
-    result_type: Option<ResultType>,
-    #[serde(rename = "ttlMs", default)]
-    ttl_ms: Option<i64>,
-}
-
-impl Inner {
-    fn options(&self, call: &CallOptions) -> (RequestOptions, Option<portico_schema::ProgressToken>) {
-        let mut o = RequestOptions { timeout: call.timeout.unwrap_or(self.timeout), cancel: call.cancel.clone(), ..Default::default() };
-        let mut token = None;
-        if let Some(sink) = &call.on_progress {
-            let t = RequestId::Number(self.next_token.fetch_add(1, Ordering::Relaxed));
-            o.progress = Some((t.clone(), sink.clone()));
-            token = Some(t);
-        }
-        (o, token)
-    }
-
-    /// Fills `_meta` for the era: progress token always, the stateless fields in 2026-07-28.
-    fn stamp(&self, meta: &mut Option<RequestMeta>, token: Option<portico_schema::ProgressToken>) {
-        let m = meta.get_or_insert_with(RequestMeta::new);
-        if token.is_some() {
-            m.progress_token = token;
-        }
-        if self.version.is_stateless() {
-            m.protocol_version = Some(self.version.as_str().to_owned());
-            m.client_capabilities = Some(self.caps.clone());
-            m.client_info = Some(self.info.clone());
-            if let Some(level) = *lock(&self.log_level) {
-                m.log_level = Some(level);
-            }
-        }
-        if meta.as_ref().is_some_and(RequestMeta::is_empty) {
-            *meta = None;
-        }
-    }
-
-    async fn send_raw<P: HasMeta + Serialize>(&self, method: &str, mut params: P, call: &CallOptions) -> Result<Box<RawValue>, Error> {
-        let (options, token) = self.options(call);
-        self.stamp(params.meta_mut(), token);
-        self.peer.request_raw(method, Some(&params), options).await
-    }
-
-    async fn send<P: HasMeta + Serialize, R: DeserializeOwned>(&self, method: &str, params: P, call: &CallOptions) -> Result<R, Error> {
-        let raw = self.send_raw(method, params, call).await?;
-        decode(method, &raw)
-    }
-
-    /// Sends a request that may answer "input required", answering and retrying until done.
-    async fn send_retrying<P: Retryable + Serialize, R: DeserializeOwned>(&self, method: &str, mut params: P, call: &CallOptions) -> Result<R, Error> {
-        for _ in 0..=self.max_input_rounds {
-            let raw = self.send_raw(method, &mut params, call).await?;
-            let peek: Peek = decode(method, &raw)?;
-            match peek.result_type {
-                None | Some(ResultType::Complete) => return decode(method, &raw),
-                Some(ResultType::InputRequired) if self.version.is_stateless() => {
-                    let ir: InputRequiredResult = decode(method, &raw)?;
-                    let responses = self.fulfil(ir.input_requests.unwrap_or_default()).await?;
-                    params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
-                }
-                Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),
-            }
-        }
-        Err(Error::misbehaved(format!("{method} still needed input after {} rounds", self.max_input_rounds)))
-    }
-
-    async fn fulfil(&self, requests: std::collections::BTreeMap<String, InputRequest>) -> Result<InputResponses, Error> {
-        let handler = &self.service.handler;
-        let mut out = InputResponses::new();
-        for (key, request) in requests {
-            let response = match request {
-                InputRequest::Elicit(p) => handler.elicit(p).await.map(InputResponse::ElicitResult),
-                InputRequest::Sample(p) => handler.create_message(p).await.map(InputResponse::CreateMessageResult),
-                InputRequest::Roots(_) => handler.list_roots().await.map(InputResponse::ListRootsResult),
-            };
-            let response = response.map_err(|e| Error::local(format!("the client could not answer input request {key}: {}", e.message)))?;
-            out.insert(key, response);
-        }
-        Ok(out)
-    }
-
-    /// The stateless probe: `Some` for a 2026-07-28 server, `None` for the handshake era.
-    async fn probe(&mut self, timeout: Duration) -> Result<Option<DiscoverResult>, Error> {
-        match self.discover(ProtocolVersion::LATEST, timeout).await {
-            Ok(d) => Ok(Some(d)),
-            Err(e) => {
-                let Some(pe) = e.peer_error() else {
-                    if e.is_timeout() {
-                        tracing::debug!("server/discover timed out; trying initialize");
-                        return Ok(None);
-                    }
-                    return Err(e);
-                };
-                if pe.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
-                    // A modern server that wants another modern revision: never fall back.
-                    let supported: Vec<String> = pe
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("supported"))
-                        .and_then(|s| serde_json::from_value(s.clone()).ok())
-                        .unwrap_or_default();
-                    if let Some(v) = supported.iter().filter_map(|s| ProtocolVersion::parse(s)).filter(|v| v.is_stateless()).max() {
-                        return self.discover(v, timeout).await.map(Some);
-                    }
-                    if supported.iter().filter_map(|s| ProtocolVersion::parse(s)).any(|v| !v.is_stateless()) {
-                        return Ok(None);
-                    }
-                    return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server supports none of our revisions: {supported:?}")));
-                }
-                tracing::debug!(code = pe.code.0, "server/discover refused; trying initialize");
-                Ok(None)
-            }
-        }
-    }
-
-    async fn discover(&mut self, version: ProtocolVersion, timeout: Duration) -> Result<DiscoverResult, Error> {
-        self.version = version;
-        let call = CallOptions::new().with_timeout(timeout);
-        let raw = self.send_raw(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &call).await?;
-        let d: DiscoverResult = decode(methods::SERVER_DISCOVER, &raw)?;
-        if !d.supported_versions.iter().any(|v| v == version.as_str()) {
-            return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server does not list {version} as supported")));
-        }
-        Ok(d)
-    }
-
-    async fn initialize(&mut self, want: ProtocolVersion) -> Result<(), Error> {
-        self.version = want;
-        let params = InitializeRequestParams::new(want.as_str(), self.caps.clone(), self.info.clone());
-        let r: InitializeResult = self.send(methods::INITIALIZE, params, &CallOptions::new()).await?;
-        let Some(version) = ProtocolVersion::parse(&r.protocol_version).filter(|v| !v.is_stateless()) else {
-            self.peer.close("the server chose an unsupported protocol version");
-            return Err(Error::new(ErrorKind::PeerIncompatible, format!("the server chose protocol version {:?}, which this client does not speak", r.protocol_version)));
-        };
-        self.version = version;
-        self.server_caps = r.capabilities;
-        self.server_info = r.server_info;
-        self.instructions = r.instructions;
-        self.peer.notify::<serde_json::Value>(methods::NOTIFICATION_INITIALIZED, None).await?;
-        Ok(())
-    }
-}
-
-fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, Error> {
-    serde_json::from_str(raw.get()).map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
-}
-
-impl<T: HasMeta> HasMeta for &mut T {
-    fn meta_mut(&mut self) -> &mut Option<RequestMeta> {
-        (**self).meta_mut()
     }
 }
 
@@ -479,7 +294,10 @@ impl Client {
     /// When the server does not answer.
     pub async fn ping(&self) -> Result<(), Error> {
         if self.inner.version.is_stateless() {
-            let _: DiscoverResult = self.inner.send(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &CallOptions::new()).await?;
+            let _: DiscoverResult = self
+                .inner
+                .send(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &CallOptions::new())
+                .await?;
             return Ok(());
         }
         let (o, _) = self.inner.options(&CallOptions::new());
@@ -606,7 +424,12 @@ impl Client {
     ///
     /// # Errors
     /// As for [`call_tool`](Self::call_tool), plus timeouts and cancellation.
-    pub async fn call_tool_with(&self, name: &str, arguments: serde_json::Value, options: CallOptions) -> Result<CallToolResult, Error> {
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult, Error> {
         let mut p = CallToolRequestParams::new(name);
         p.arguments = match arguments {
             serde_json::Value::Null => None,
@@ -620,7 +443,11 @@ impl Client {
     ///
     /// # Errors
     /// A protocol error from the server or a connection failure.
-    pub async fn get_prompt(&self, name: &str, arguments: impl IntoIterator<Item = (String, String)>) -> Result<GetPromptResult, Error> {
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<GetPromptResult, Error> {
         let mut p = GetPromptRequestParams::new(name);
         let args: std::collections::BTreeMap<String, String> = arguments.into_iter().collect();
         p.arguments = if args.is_empty() { None } else { Some(args) };
@@ -632,7 +459,9 @@ impl Client {
     /// # Errors
     /// A protocol error (not found: -32002 or -32602 by revision) or a connection failure.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.inner.send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &CallOptions::new()).await
+        self.inner
+            .send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &CallOptions::new())
+            .await
     }
 
     /// `completion/complete`.
@@ -653,7 +482,8 @@ impl Client {
             *lock(&self.inner.log_level) = Some(level);
             return Ok(());
         }
-        let _: EmptyResult = self.inner.send(methods::LOGGING_SET_LEVEL, SetLevelRequestParams::new(level), &CallOptions::new()).await?;
+        let _: EmptyResult =
+            self.inner.send(methods::LOGGING_SET_LEVEL, SetLevelRequestParams::new(level), &CallOptions::new()).await?;
         Ok(())
     }
 
@@ -666,7 +496,10 @@ impl Client {
         if self.inner.version.is_stateless() {
             return Err(Error::local("2026-07-28 has no resources/subscribe; use listen()"));
         }
-        let _: EmptyResult = self.inner.send(methods::RESOURCES_SUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new()).await?;
+        let _: EmptyResult = self
+            .inner
+            .send(methods::RESOURCES_SUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new())
+            .await?;
         Ok(())
     }
 
@@ -675,7 +508,10 @@ impl Client {
     /// # Errors
     /// When the server refuses.
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), Error> {
-        let _: EmptyResult = self.inner.send(methods::RESOURCES_UNSUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new()).await?;
+        let _: EmptyResult = self
+            .inner
+            .send(methods::RESOURCES_UNSUBSCRIBE, SubscribeRequestParams::new(uri), &CallOptions::new())
+            .await?;
         Ok(())
     }
 
@@ -686,7 +522,9 @@ impl Client {
     /// When the server does not acknowledge within the request timeout.
     pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, Error> {
         if !self.inner.version.is_stateless() {
-            return Err(Error::local("subscriptions/listen needs 2026-07-28; the server sends list changes unasked in the handshake era"));
+            return Err(Error::local(
+                "subscriptions/listen needs 2026-07-28; the server sends list changes unasked in the handshake era",
+            ));
         }
         let id = self.inner.peer.next_id();
         let ack = self.inner.service.expect_ack(id.clone());

@@ -8,8 +8,8 @@ use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use portico_schema::{
     CreateMessageRequestParams, ElicitRequestParams, EmptyResult, ErrorObject, LoggingMessageNotificationParams,
-    RequestId, ResourceUpdatedNotificationParams, SubscriptionFilter, SubscriptionsAcknowledgedNotificationParams,
-    META_SUBSCRIPTION_ID, methods,
+    META_SUBSCRIPTION_ID, RequestId, ResourceUpdatedNotificationParams, SubscriptionFilter,
+    SubscriptionsAcknowledgedNotificationParams, methods,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -38,11 +38,14 @@ impl ClientService {
 }
 
 fn encode<R: Serialize>(r: &R) -> Reply {
-    serde_json::to_vec(r).map(Bytes::from).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+    serde_json::to_vec(r)
+        .map(Bytes::from)
+        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 
 fn parse<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, ErrorObject> {
-    serde_json::from_str(params.map_or("{}", |p| p.get())).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_str(params.map_or("{}", |p| p.get()))
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 impl Service for ClientService {

@@ -71,7 +71,12 @@ async fn read_loop<R: FrameReader>(mut reader: R, tx: mpsc::Sender<Result<Bytes,
     }
 }
 
-async fn write_loop<W: FrameWriter>(mut writer: W, mut rx: mpsc::Receiver<Vec<u8>>, peer: Peer, done: CancellationToken) {
+async fn write_loop<W: FrameWriter>(
+    mut writer: W,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+    peer: Peer,
+    done: CancellationToken,
+) {
     let closed = peer.closed_token().clone();
     let result: std::io::Result<()> = async {
         loop {
@@ -127,7 +132,12 @@ struct Queued {
 }
 
 impl<S: Service> Dispatcher<S> {
-    async fn run(self, mut rx: mpsc::Receiver<Result<Bytes, ReadError>>, stop_reading: CancellationToken, writer_done: CancellationToken) {
+    async fn run(
+        self,
+        mut rx: mpsc::Receiver<Result<Bytes, ReadError>>,
+        stop_reading: CancellationToken,
+        writer_done: CancellationToken,
+    ) {
         let mut queue: VecDeque<Queued> = VecDeque::new();
         let reason = loop {
             let can_read = queue.len() < self.max_queued;
@@ -184,7 +194,8 @@ impl<S: Service> Dispatcher<S> {
             Frame::Single(msg) => self.on_message(msg, queue).await,
             Frame::Batch(items) => {
                 if !self.service.accepts_batches() {
-                    let err = ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision");
+                    let err =
+                        ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision");
                     let _ = self.peer.send_raw(envelope::encode_error(None, &err)).await;
                     return;
                 }
@@ -225,7 +236,8 @@ impl<S: Service> Dispatcher<S> {
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {
         match method {
             methods::NOTIFICATION_CANCELLED => {
-                let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok()) else {
+                let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
+                else {
                     debug!("malformed notifications/cancelled ignored");
                     return;
                 };

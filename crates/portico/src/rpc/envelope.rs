@@ -125,7 +125,9 @@ pub(crate) fn decode(frame: &[u8]) -> Frame<'_> {
     if first == Some(b'[') {
         return match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(items) => Frame::Batch(items),
-            Err(e) => Frame::Single(Err(Invalid { id: None, error: ErrorObject::parse_error(format!("invalid JSON: {e}")) })),
+            Err(e) => {
+                Frame::Single(Err(Invalid { id: None, error: ErrorObject::parse_error(format!("invalid JSON: {e}")) }))
+            }
         };
     }
     Frame::Single(decode_one(text))
@@ -139,7 +141,10 @@ pub(crate) fn decode_one(text: &str) -> Result<Incoming<'_>, Invalid> {
             return Err(Invalid { id: None, error: ErrorObject::parse_error(format!("invalid JSON: {e}")) });
         }
         Err(e) => {
-            return Err(Invalid { id: None, error: ErrorObject::invalid_request(format!("not a JSON-RPC message: {e}")) });
+            return Err(Invalid {
+                id: None,
+                error: ErrorObject::invalid_request(format!("not a JSON-RPC message: {e}")),
+            });
         }
     };
     let id = match env.id {
@@ -161,9 +166,14 @@ pub(crate) fn decode_one(text: &str) -> Result<Incoming<'_>, Invalid> {
                 Ok(error) => Ok(Incoming::Response { id, outcome: Err(error) }),
                 Err(_) => Err(Invalid { id: Some(id), error: ErrorObject::invalid_request("malformed error object") }),
             },
-            _ => Err(Invalid { id: Some(id), error: ErrorObject::invalid_request("a response has exactly one of result and error") }),
+            _ => Err(Invalid {
+                id: Some(id),
+                error: ErrorObject::invalid_request("a response has exactly one of result and error"),
+            }),
         },
-        (None, None) => Err(Invalid { id: None, error: ErrorObject::invalid_request("message has neither method nor id") }),
+        (None, None) => {
+            Err(Invalid { id: None, error: ErrorObject::invalid_request("message has neither method nor id") })
+        }
     }
 }
 
@@ -208,7 +218,11 @@ pub(crate) fn encode_error(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u
 }
 
 /// A request with typed params.
-pub(crate) fn encode_request<P: Serialize + ?Sized>(id: &RequestId, method: &str, params: Option<&P>) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn encode_request<P: Serialize + ?Sized>(
+    id: &RequestId,
+    method: &str,
+    params: Option<&P>,
+) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     push_id(&mut out, id);
@@ -223,7 +237,10 @@ pub(crate) fn encode_request<P: Serialize + ?Sized>(id: &RequestId, method: &str
 }
 
 /// A notification with typed params.
-pub(crate) fn encode_notification<P: Serialize + ?Sized>(method: &str, params: Option<&P>) -> serde_json::Result<Vec<u8>> {
+pub(crate) fn encode_notification<P: Serialize + ?Sized>(
+    method: &str,
+    params: Option<&P>,
+) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
     serde_json::to_writer(&mut out, method)?;
@@ -267,7 +284,10 @@ mod tests {
     fn classifies_messages() {
         assert!(matches!(one(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#), Ok(Incoming::Request { .. })));
         assert!(matches!(one(r#"{"jsonrpc":"2.0","method":"n","params":{}}"#), Ok(Incoming::Notification { .. })));
-        assert!(matches!(one(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#), Ok(Incoming::Response { outcome: Ok(_), .. })));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            Ok(Incoming::Response { outcome: Ok(_), .. })
+        ));
         assert!(matches!(
             one(r#"{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}"#),
             Ok(Incoming::Response { outcome: Err(_), .. })
@@ -296,7 +316,10 @@ mod tests {
         assert_eq!(code(r#"{"jsonrpc":"2.0"}"#), Some(-32600));
         assert_eq!(code(r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#), Some(-32600));
         // The id is echoed when it could be read.
-        assert_eq!(one(r#"{"jsonrpc":"1.0","id":9,"method":"x"}"#).err().and_then(|e| e.id), Some(RequestId::Number(9)));
+        assert_eq!(
+            one(r#"{"jsonrpc":"1.0","id":9,"method":"x"}"#).err().and_then(|e| e.id),
+            Some(RequestId::Number(9))
+        );
     }
 
     #[test]

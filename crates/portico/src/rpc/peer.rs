@@ -150,7 +150,12 @@ impl Peer {
     /// # Cancel safety
     /// Dropping the future cancels the request: it is forgotten and `notifications/cancelled`
     /// is sent to the peer.
-    pub(crate) async fn request<P, R>(&self, method: &str, params: Option<&P>, options: RequestOptions) -> Result<R, Error>
+    pub(crate) async fn request<P, R>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        options: RequestOptions,
+    ) -> Result<R, Error>
     where
         P: Serialize + ?Sized,
         R: DeserializeOwned,
@@ -161,7 +166,12 @@ impl Peer {
     }
 
     /// Sends a request and returns the raw result.
-    pub(crate) async fn request_raw<P>(&self, method: &str, params: Option<&P>, options: RequestOptions) -> Result<Box<RawValue>, Error>
+    pub(crate) async fn request_raw<P>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, Error>
     where
         P: Serialize + ?Sized,
     {
@@ -177,7 +187,8 @@ impl Peer {
         if let Some((token, sink)) = &options.progress {
             lock(&self.shared.progress).insert(token.clone(), (sink.clone(), id.clone()));
         }
-        let mut guard = CancelGuard { peer: self, id: Some(id.clone()), token: options.progress.as_ref().map(|p| p.0.clone()) };
+        let mut guard =
+            CancelGuard { peer: self, id: Some(id.clone()), token: options.progress.as_ref().map(|p| p.0.clone()) };
         self.send_raw(bytes).await?;
 
         let start = Instant::now();
@@ -265,6 +276,7 @@ impl Peer {
     }
 
     /// Number of requests waiting for an answer.
+    #[cfg(test)]
     pub(crate) fn pending_len(&self) -> usize {
         lock(&self.shared.pending).len()
     }
@@ -293,7 +305,9 @@ impl Drop for CancelGuard<'_> {
             && !self.peer.is_closed()
         {
             let params = CancelledNotificationParams::new(Some(id)).with_reason("request cancelled by the caller");
-            if let Ok(bytes) = envelope::encode_notification(portico_schema::methods::NOTIFICATION_CANCELLED, Some(&params)) {
+            if let Ok(bytes) =
+                envelope::encode_notification(portico_schema::methods::NOTIFICATION_CANCELLED, Some(&params))
+            {
                 // Best effort: a full queue means the peer is not reading anyway.
                 let _ = self.peer.try_send_raw(bytes);
             }

@@ -34,7 +34,12 @@ impl Service for Script {
             match &*req.method {
                 "echo" => Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into()))),
                 "sleep" => {
-                    let ms = req.params.as_ref().and_then(|p| serde_json::from_str::<Value>(p.get()).ok()).and_then(|v| v["ms"].as_u64()).unwrap_or(0);
+                    let ms = req
+                        .params
+                        .as_ref()
+                        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                        .and_then(|v| v["ms"].as_u64())
+                        .unwrap_or(0);
                     let _guard = DropCounter(self.clone());
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     std::mem::forget(_guard);
@@ -62,7 +67,8 @@ fn pair() -> (Peer, Peer, Arc<Script>) {
 #[tokio::test]
 async fn request_response_round_trip() {
     let (client, _server, _) = pair();
-    let v: Value = client.request("echo", Some(&serde_json::json!({"x": 1})), RequestOptions::default()).await.expect("echo");
+    let v: Value =
+        client.request("echo", Some(&serde_json::json!({"x": 1})), RequestOptions::default()).await.expect("echo");
     assert_eq!(v["x"], 1);
     let e = client.request::<Value, Value>("nope", None, RequestOptions::default()).await.expect_err("unknown method");
     assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32601));
@@ -73,11 +79,14 @@ async fn slow_request_does_not_block_others() {
     let (client, _server, _) = pair();
     let slow = {
         let c = client.clone();
-        tokio::spawn(async move { c.request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 2000})), RequestOptions::default()).await })
+        tokio::spawn(async move {
+            c.request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 2000})), RequestOptions::default()).await
+        })
     };
     // 100 echoes complete while the slow request is still running.
     for i in 0..100 {
-        let v: Value = client.request("echo", Some(&serde_json::json!({"i": i})), RequestOptions::default()).await.expect("echo");
+        let v: Value =
+            client.request("echo", Some(&serde_json::json!({"i": i})), RequestOptions::default()).await.expect("echo");
         assert_eq!(v["i"], i);
     }
     assert!(!slow.is_finished(), "the slow request finished too early to prove anything");
@@ -88,7 +97,10 @@ async fn slow_request_does_not_block_others() {
 async fn timeout_cancels_the_handler_on_the_peer() {
     let (client, _server, script) = pair();
     let opts = RequestOptions { timeout: Duration::from_millis(50), ..Default::default() };
-    let e = client.request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 60_000})), opts).await.expect_err("times out");
+    let e = client
+        .request::<Value, Value>("sleep", Some(&serde_json::json!({"ms": 60_000})), opts)
+        .await
+        .expect_err("times out");
     assert!(e.is_timeout());
     // The peer receives notifications/cancelled and drops the handler future.
     for _ in 0..100 {
@@ -107,7 +119,8 @@ async fn handler_panic_becomes_internal_error() {
     let e = client.request::<Value, Value>("panic", None, RequestOptions::default()).await.expect_err("panics");
     assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32603));
     // The connection survives.
-    let _: Value = client.request("echo", Some(&serde_json::json!({})), RequestOptions::default()).await.expect("still alive");
+    let _: Value =
+        client.request("echo", Some(&serde_json::json!({})), RequestOptions::default()).await.expect("still alive");
 }
 
 #[tokio::test]

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use portico_schema::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, Implementation,
-    InputRequest, InputResponse, ListRootsRequestParams, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    Implementation, InputRequest, InputResponse, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
 use serde_json::Value;
@@ -191,12 +191,11 @@ impl RequestContext {
     /// # Errors
     /// The client did not declare the capability, the connection closed, or the client refused.
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, Error> {
-        let raw = self.ask(Ask::Elicit(params)).await?;
-        match raw {
-            Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::ElicitResult(r)) => Ok(r),
-            Answer::Modern(_) => Err(Error::misbehaved("the client answered an elicitation with another kind of result")),
-        }
+        let answer = self.ask(Ask::Elicit(params)).await?;
+        answer.decode(|r| match r {
+            InputResponse::Elicitation(r) => Some(r),
+            _ => None,
+        })
     }
 
     /// Asks the client to sample a model (`sampling/createMessage`), in either era.
@@ -204,12 +203,11 @@ impl RequestContext {
     /// # Errors
     /// As for [`elicit`](Self::elicit).
     pub async fn create_message(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, Error> {
-        let raw = self.ask(Ask::Sample(params)).await?;
-        match raw {
-            Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::CreateMessageResult(r)) => Ok(r),
-            Answer::Modern(_) => Err(Error::misbehaved("the client answered a sampling request with another kind of result")),
-        }
+        let answer = self.ask(Ask::Sample(params)).await?;
+        answer.decode(|r| match r {
+            InputResponse::Sampling(r) => Some(r),
+            _ => None,
+        })
     }
 
     /// Asks the client for its roots (`roots/list`), in either era.
@@ -217,20 +215,25 @@ impl RequestContext {
     /// # Errors
     /// As for [`elicit`](Self::elicit).
     pub async fn list_roots(&self) -> Result<ListRootsResult, Error> {
-        let raw = self.ask(Ask::Roots).await?;
-        match raw {
-            Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(InputResponse::ListRootsResult(r)) => Ok(r),
-            Answer::Modern(_) => Err(Error::misbehaved("the client answered a roots request with another kind of result")),
-        }
+        let answer = self.ask(Ask::Roots).await?;
+        answer.decode(|r| match r {
+            InputResponse::ListRoots(r) => Some(r),
+            _ => None,
+        })
     }
 
     async fn ask(&self, ask: Ask) -> Result<Answer, Error> {
         let caps = &self.inner.client_caps;
         let (supported, required) = match &ask {
-            Ask::Elicit(ElicitRequestParams::Url(_)) => (caps.supports_elicitation_url(), ClientCapabilities::new().with_elicitation(false, true)),
-            Ask::Elicit(_) => (caps.supports_elicitation_form(), ClientCapabilities::new().with_elicitation(true, false)),
-            Ask::Sample(p) if p.tools.is_some() => (caps.supports_sampling_tools(), ClientCapabilities::new().with_sampling(true)),
+            Ask::Elicit(ElicitRequestParams::Url(_)) => {
+                (caps.supports_elicitation_url(), ClientCapabilities::new().with_elicitation(false, true))
+            }
+            Ask::Elicit(_) => {
+                (caps.supports_elicitation_form(), ClientCapabilities::new().with_elicitation(true, false))
+            }
+            Ask::Sample(p) if p.tools.is_some() => {
+                (caps.supports_sampling_tools(), ClientCapabilities::new().with_sampling(true))
+            }
             Ask::Sample(_) => (caps.supports_sampling(), ClientCapabilities::new().with_sampling(false)),
             Ask::Roots => (caps.supports_roots(), ClientCapabilities::new().with_roots(false)),
         };
@@ -242,15 +245,15 @@ impl RequestContext {
             };
             let key = format!("input-{}", state.next.fetch_add(1, Ordering::SeqCst));
             if let Some(answer) = state.responses.get(&key) {
-                return Ok(Answer::Modern(answer.clone()));
+                return Ok(Answer::Modern(Box::new(answer.clone())));
             }
             if !supported {
                 *crate::rpc::lock(&state.missing_capability) = Some(required);
             } else {
                 let request = match ask {
-                    Ask::Elicit(p) => InputRequest::Elicit(p),
-                    Ask::Sample(p) => InputRequest::Sample(p),
-                    Ask::Roots => InputRequest::Roots(ListRootsRequestParams::default()),
+                    Ask::Elicit(p) => InputRequest::elicit(p),
+                    Ask::Sample(p) => InputRequest::sampling(p),
+                    Ask::Roots => InputRequest::list_roots(),
                 };
                 crate::rpc::lock(&state.needed).insert(key, request);
             }
@@ -259,7 +262,10 @@ impl RequestContext {
             return std::future::pending().await;
         }
         if !supported {
-            return Err(Error::new(ErrorKind::PeerIncompatible, "the client did not declare the capability this request needs"));
+            return Err(Error::new(
+                ErrorKind::PeerIncompatible,
+                "the client did not declare the capability this request needs",
+            ));
         }
         let options = RequestOptions {
             timeout: INPUT_REQUEST_TIMEOUT,
@@ -278,7 +284,19 @@ impl RequestContext {
 
 enum Answer {
     Legacy(Value),
-    Modern(InputResponse),
+    Modern(Box<InputResponse>),
+}
+
+impl Answer {
+    /// The typed answer: decoded from JSON (handshake era) or picked from the input response.
+    fn decode<T: serde::de::DeserializeOwned>(self, pick: fn(InputResponse) -> Option<T>) -> Result<T, Error> {
+        match self {
+            Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
+            Answer::Modern(b) => {
+                pick(*b).ok_or_else(|| Error::misbehaved("the client answered with another kind of result"))
+            }
+        }
+    }
 }
 
 fn bad_answer(e: serde_json::Error) -> Error {

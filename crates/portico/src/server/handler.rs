@@ -48,7 +48,8 @@ impl HandlerError {
                 } else {
                     ErrorCode::RESOURCE_NOT_FOUND
                 };
-                ErrorObject::new(code, format!("resource not found: {uri}")).with_data(serde_json::json!({ "uri": uri }))
+                ErrorObject::new(code, format!("resource not found: {uri}"))
+                    .with_data(serde_json::json!({ "uri": uri }))
             }
         }
     }

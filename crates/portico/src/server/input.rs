@@ -13,20 +13,12 @@ use super::context::InputState;
 use super::sealed::StateSealer;
 use crate::rpc::lock;
 
-/// The request identity a `requestState` is bound to: method, name or URI, and the arguments
-/// in canonical form (keys sorted), so state from another call is refused.
-pub(crate) fn binding(method: &str, name: &str, arguments: Option<&str>) -> Vec<u8> {
-    let canonical = arguments
-        .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
-        .and_then(|v| serde_json::to_vec(&v).ok())
-        .unwrap_or_default();
-    let mut b = Vec::with_capacity(method.len() + name.len() + canonical.len() + 2);
-    b.extend_from_slice(method.as_bytes());
-    b.push(0);
-    b.extend_from_slice(name.as_bytes());
-    b.push(0);
-    b.extend_from_slice(&canonical);
-    b
+/// The request identity a `requestState` is bound to: method, tool or prompt name or resource
+/// URI, and the arguments (canonical: keys sorted), so state from another call is refused.
+/// Computed only when state is opened or sealed, never on the plain request path.
+pub(crate) fn binding(method: &str, target: &str, arguments: Option<&str>) -> Vec<u8> {
+    let args = arguments.and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok());
+    super::sealed::request_binding(method, target, args.as_ref(), None)
 }
 
 /// What `requestState` holds, sealed.
@@ -41,15 +33,18 @@ struct Sealed {
 /// Opens `requestState` (if any) and merges the answers the client sent for the keys asked.
 pub(crate) fn open(
     sealer: &StateSealer,
-    binding: &[u8],
+    binding: impl FnOnce() -> Vec<u8>,
     request_state: Option<&str>,
     responses: Option<InputResponses>,
 ) -> Result<InputState, ErrorObject> {
     let (mut known, asked) = match request_state {
         None => (BTreeMap::new(), Vec::new()),
         Some(s) => {
-            let bytes = sealer.open(binding, s).map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
-            let sealed: Sealed = serde_json::from_slice(&bytes).map_err(|_| ErrorObject::invalid_params("invalid requestState"))?;
+            let bytes = sealer
+                .open(&binding(), s)
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
+            let sealed: Sealed =
+                serde_json::from_slice(&bytes).map_err(|_| ErrorObject::invalid_params("invalid requestState"))?;
             (sealed.r, sealed.a)
         }
     };
@@ -71,7 +66,7 @@ pub(crate) async fn run<T>(
     fut: BoxFuture<'static, T>,
     state: Option<Arc<InputState>>,
     sealer: &StateSealer,
-    binding: &[u8],
+    binding: impl FnOnce() -> Vec<u8>,
 ) -> Result<Outcome<T>, ErrorObject> {
     let Some(state) = state else { return Ok(Outcome::Done(fut.await)) };
     let mut fut = fut;
@@ -89,7 +84,7 @@ pub(crate) async fn run<T>(
     let sealed = Sealed { r: state.responses.clone(), a: needed.keys().cloned().collect() };
     let bytes = serde_json::to_vec(&sealed).map_err(|_| ErrorObject::internal_error("cannot encode requestState"))?;
     let mut r = InputRequiredResult::new();
-    r.request_state = Some(sealer.seal(binding, &bytes));
+    r.request_state = Some(sealer.seal(&binding(), &bytes));
     if !needed.is_empty() {
         r.input_requests = Some(needed);
     }
@@ -101,7 +96,7 @@ pub(crate) async fn run_fallible<T>(
     fut: BoxFuture<'static, Result<T, ErrorObject>>,
     state: Option<Arc<InputState>>,
     sealer: &StateSealer,
-    binding: &[u8],
+    binding: impl FnOnce() -> Vec<u8>,
 ) -> Result<Outcome<T>, ErrorObject> {
     match run(fut, state, sealer, binding).await? {
         Outcome::Done(r) => r.map(Outcome::Done),

@@ -11,11 +11,11 @@
 //! # async fn run() -> Result<(), portico::Error> {
 //! let server = Server::builder(Implementation::new("hello", "1.0.0"))
 //!     .tool(
-//!         Tool::new("greet", serde_json::json!({
+//!         Tool::new("greet", portico::schema::object(serde_json::json!({
 //!             "type": "object",
 //!             "properties": { "name": { "type": "string" } },
 //!             "required": ["name"]
-//!         })),
+//!         }))),
 //!         |args: Greet| async move { format!("Hello, {}!", args.name) },
 //!     )
 //!     .build();
@@ -36,6 +36,7 @@ pub mod sealed;
 mod session;
 pub mod uri_template;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
@@ -73,8 +74,11 @@ impl std::fmt::Debug for Server {
 
 struct Inner {
     info: Implementation,
+    /// `info` as JSON, for the `_meta` of every stateless-era result (encoded once).
+    info_json: serde_json::Value,
     instructions: Option<String>,
-    capabilities: ServerCapabilities,
+    /// What is declared; `add_*` at runtime switches a capability on for later handshakes.
+    offers: Offers,
     registry: RwLock<Registry>,
     config: Config,
     events: broadcast::Sender<Event>,
@@ -89,6 +93,14 @@ struct Config {
     cache_scope: CacheScope,
     sealer: StateSealer,
     rpc: RpcConfig,
+}
+
+/// Which capabilities are declared.
+pub(crate) struct Offers {
+    pub tools: AtomicBool,
+    pub resources: AtomicBool,
+    pub prompts: AtomicBool,
+    pub completions: bool,
 }
 
 /// A change the server tells interested clients about.
@@ -137,9 +149,29 @@ impl Server {
         &self.inner.info
     }
 
-    /// What the server declares.
-    pub fn capabilities(&self) -> &ServerCapabilities {
-        &self.inner.capabilities
+    /// What the server declares now. A server built without tools declares `tools` from the
+    /// first `add_tool` on (for clients that connect or discover after it).
+    pub fn capabilities(&self) -> ServerCapabilities {
+        let o = &self.inner.offers;
+        let mut c = ServerCapabilities::default();
+        c.logging = Some(Default::default());
+        if o.tools.load(Ordering::Relaxed) {
+            c.tools = Some(ListChangedCapability::new(true));
+        }
+        if o.resources.load(Ordering::Relaxed) {
+            c.resources = Some(ResourcesCapability::new(true, true));
+        }
+        if o.prompts.load(Ordering::Relaxed) {
+            c.prompts = Some(ListChangedCapability::new(true));
+        }
+        if o.completions {
+            c.completions = Some(Default::default());
+        }
+        c
+    }
+
+    pub(crate) fn offers(&self) -> &Offers {
+        &self.inner.offers
     }
 
     /// Serves one connection until it closes.
@@ -167,6 +199,7 @@ impl Server {
     pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
         let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.inner.offers.tools.store(true, Ordering::Relaxed);
         self.tools_changed();
     }
 
@@ -199,6 +232,7 @@ impl Server {
     pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
         let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.resources.insert(entry.def.uri.clone(), Arc::new(entry)));
+        self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
     }
 
@@ -215,10 +249,15 @@ impl Server {
     ///
     /// # Errors
     /// When the template is not a valid RFC 6570 URI template.
-    pub fn add_resource_template(&self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<(), UriTemplateError> {
+    pub fn add_resource_template(
+        &self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Result<(), UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
         let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
+        self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
         Ok(())
     }
@@ -227,6 +266,7 @@ impl Server {
     pub fn add_prompt<M>(&self, prompt: Prompt, handler: impl PromptHandler<M>) {
         let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
         self.write(|r| r.prompts.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.inner.offers.prompts.store(true, Ordering::Relaxed);
         self.emit(Event::PromptsChanged);
     }
 
@@ -304,7 +344,11 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// When the template is not a valid RFC 6570 URI template.
-    pub fn try_resource_template(mut self, template: ResourceTemplate, handler: impl ResourceHandler) -> Result<Self, UriTemplateError> {
+    pub fn try_resource_template(
+        mut self,
+        template: ResourceTemplate,
+        handler: impl ResourceHandler,
+    ) -> Result<Self, UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
         let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
         self.registry.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));
@@ -371,29 +415,19 @@ impl ServerBuilder {
     /// Builds the server.
     pub fn build(self) -> Server {
         let r = &self.registry;
-        let capabilities = {
-            let mut c = ServerCapabilities::default();
-            c.logging = Some(Default::default());
-            if self.tools || !r.tools.is_empty() {
-                c.tools = Some(ListChangedCapability::new(true));
-            }
-            if self.resources || !r.resources.is_empty() || !r.templates.is_empty() {
-                c.resources = Some(ResourcesCapability::new(true, true));
-            }
-            if self.prompts || !r.prompts.is_empty() {
-                c.prompts = Some(ListChangedCapability::new(true));
-            }
-            if r.completion.is_some() {
-                c.completions = Some(Default::default());
-            }
-            c
+        let offers = Offers {
+            tools: AtomicBool::new(self.tools || !r.tools.is_empty()),
+            resources: AtomicBool::new(self.resources || !r.resources.is_empty() || !r.templates.is_empty()),
+            prompts: AtomicBool::new(self.prompts || !r.prompts.is_empty()),
+            completions: r.completion.is_some(),
         };
         let (events, _) = broadcast::channel(256);
         Server {
             inner: Arc::new(Inner {
+                info_json: serde_json::to_value(&self.info).unwrap_or_default(),
                 info: self.info,
                 instructions: self.instructions,
-                capabilities,
+                offers,
                 registry: RwLock::new(self.registry),
                 config: self.config,
                 events,

@@ -34,8 +34,11 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
 
 /// A handler with its argument decoding erased.
 #[doc(hidden)]
-pub type ErasedTool =
-    Arc<dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error> + Send + Sync>;
+pub type ErasedTool = Arc<
+    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error>
+        + Send
+        + Sync,
+>;
 
 fn decode_args<A: DeserializeOwned>(raw: Option<&RawValue>) -> Result<A, serde_json::Error> {
     serde_json::from_str(raw.map_or("{}", |r| r.get()))
@@ -46,7 +49,7 @@ where
     F: Fn(A) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
     A: DeserializeOwned,
-    R: IntoCallToolResult,
+    R: IntoCallToolResult + 'static,
 {
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, _cx| {
@@ -61,7 +64,7 @@ where
     F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = R> + Send + 'static,
     A: DeserializeOwned,
-    R: IntoCallToolResult,
+    R: IntoCallToolResult + 'static,
 {
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, cx| {
@@ -121,8 +124,11 @@ pub trait ResourceHandler: Send + Sync + 'static {
 }
 
 #[doc(hidden)]
-pub type ErasedResource =
-    Arc<dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>> + Send + Sync>;
+pub type ErasedResource = Arc<
+    dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>>
+        + Send
+        + Sync,
+>;
 
 impl<F, Fut, R> ResourceHandler for F
 where
@@ -145,7 +151,10 @@ pub trait PromptHandler<M>: Send + Sync + 'static {
 
 #[doc(hidden)]
 pub type ErasedPrompt = Arc<
-    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, Result<GetPromptResult, HandlerError>>, serde_json::Error>
+    dyn Fn(
+            Option<&RawValue>,
+            RequestContext,
+        ) -> Result<BoxFuture<'static, Result<GetPromptResult, HandlerError>>, serde_json::Error>
         + Send
         + Sync,
 >;
@@ -179,8 +188,11 @@ pub trait CompletionHandler: Send + Sync + 'static {
 }
 
 #[doc(hidden)]
-pub type ErasedCompletion =
-    Arc<dyn Fn(CompleteRequestParams, RequestContext) -> BoxFuture<'static, Result<CompleteResult, HandlerError>> + Send + Sync>;
+pub type ErasedCompletion = Arc<
+    dyn Fn(CompleteRequestParams, RequestContext) -> BoxFuture<'static, Result<CompleteResult, HandlerError>>
+        + Send
+        + Sync,
+>;
 
 impl<F, Fut> CompletionHandler for F
 where
@@ -217,6 +229,22 @@ pub(crate) struct PromptEntry {
     pub enabled: bool,
 }
 
+/// What the listing code needs of any entry.
+pub(crate) trait Entry {
+    type Def: Clone;
+    fn def(&self) -> &Self::Def;
+    fn enabled(&self) -> bool;
+}
+
+macro_rules! entry {
+    ($($t:ty => $d:ty),*) => {$(impl Entry for $t {
+        type Def = $d;
+        fn def(&self) -> &$d { &self.def }
+        fn enabled(&self) -> bool { self.enabled }
+    })*};
+}
+entry!(ToolEntry => Tool, ResourceEntry => Resource, TemplateEntry => ResourceTemplate, PromptEntry => Prompt);
+
 /// Everything the server offers. Entries are `Arc`ed so a snapshot for one request is cheap.
 #[derive(Default)]
 pub(crate) struct Registry {
@@ -234,9 +262,7 @@ impl Registry {
             return Some((e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: None }));
         }
         self.templates.values().filter(|e| e.enabled).find_map(|e| {
-            e.template
-                .matches(uri)
-                .map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
+            e.template.matches(uri).map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
         })
     }
 }

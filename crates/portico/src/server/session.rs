@@ -1,7 +1,7 @@
 //! The era layer: one connection's state, the dual-era rules that pick the era of each request,
 //! capability gating, and the dispatch of every server method to the registry.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -9,21 +9,21 @@ use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use portico_schema::{
-    CacheScope, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
+    ALL_VERSIONS, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Meta,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta, ResultEnvelope, ResultType,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, ALL_VERSIONS, META_SERVER_INFO,
-    META_SUBSCRIPTION_ID, methods,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, META_SERVER_INFO,
+    META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta,
+    ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams,
+    methods,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::context::{Inner as CtxInner, InputState, LEVEL_UNSET, LogGate, RequestContext};
-use super::registry::{InvalidCursor, page};
+use super::registry::{Entry, InvalidCursor, Registry, page};
 use super::{Event, Server, downgrade, input};
 use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
 
@@ -52,6 +52,21 @@ pub(crate) struct Session {
     forwarding: AtomicBool,
 }
 
+/// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
+/// handler's typed decoding reads them directly.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NamedCall<'a> {
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default)]
+    input_responses: Option<portico_schema::InputResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
 /// Only the `_meta` of a request's params; everything else is skipped unparsed.
 #[derive(Deserialize)]
 struct MetaPeek {
@@ -60,7 +75,8 @@ struct MetaPeek {
 }
 
 fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
-    serde_json::from_str(params.map_or("{}", |p| p.get())).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+    serde_json::from_str(params.map_or("{}", |p| p.get()))
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
 impl Session {
@@ -88,7 +104,9 @@ impl Session {
         let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
             Some(v) => modern_era(v, peek.meta.clone())?,
             None => match self.handshake.get() {
-                Some(h) => Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta },
+                Some(h) => {
+                    Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta }
+                }
                 None if &*req.method == methods::PING => return encode(&EmptyResult::new()),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
@@ -112,64 +130,62 @@ impl Session {
         debug!(%version, "initialized");
         self.start_forwarding(peer.clone());
         let inner = &self.server.inner;
-        let mut r = InitializeResult::new(version.as_str(), inner.capabilities.clone(), inner.info.clone());
+        let mut r = InitializeResult::new(version.as_str(), self.server.capabilities(), inner.info.clone());
         r.instructions = inner.instructions.clone();
         encode_for(&r, version, downgrade::initialize_result)
     }
 
     async fn dispatch(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        let caps = &self.server.inner.capabilities;
+        let offers = self.server.offers();
+        let (tools, resources, prompts) = (
+            offers.tools.load(Ordering::Relaxed),
+            offers.resources.load(Ordering::Relaxed),
+            offers.prompts.load(Ordering::Relaxed),
+        );
         let modern = era.version.is_stateless();
         let params = req.params.as_deref();
         let gate = |present: bool| if present { Ok(()) } else { Err(ErrorObject::method_not_found(&req.method)) };
         match &*req.method {
             methods::PING if !modern => encode(&EmptyResult::new()),
             methods::LOGGING_SET_LEVEL if !modern => {
-                gate(caps.logging.is_some())?;
                 let p: SetLevelRequestParams = parse(params)?;
                 self.log_level.store(p.level as u8, Ordering::Relaxed);
                 encode(&EmptyResult::new())
             }
             methods::SERVER_DISCOVER if modern => {
                 let inner = &self.server.inner;
-                let mut r = DiscoverResult::new(supported_versions(), caps.clone());
+                let mut r = DiscoverResult::new(supported_versions(), self.server.capabilities());
                 r.instructions = inner.instructions.clone();
                 self.finish(r, &era)
             }
             methods::TOOLS_LIST => {
-                gate(caps.tools.is_some())?;
+                gate(tools)?;
                 self.list_tools(params, &era)
             }
             methods::TOOLS_CALL => {
-                gate(caps.tools.is_some())?;
+                gate(tools)?;
                 self.call_tool(req, era, peer).await
             }
             methods::RESOURCES_LIST => {
-                gate(caps.resources.is_some())?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.resources.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListResourcesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                gate(resources)?;
+                let (items, next) = self.list(params, |r| &r.resources)?;
+                let mut r = ListResourcesResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_resources)
             }
             methods::RESOURCES_TEMPLATES_LIST => {
-                gate(caps.resources.is_some())?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.templates.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListResourceTemplatesResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                gate(resources)?;
+                let (items, next) = self.list(params, |r| &r.templates)?;
+                let mut r = ListResourceTemplatesResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_templates)
             }
             methods::RESOURCES_READ => {
-                gate(caps.resources.is_some())?;
+                gate(resources)?;
                 self.read_resource(req, era, peer).await
             }
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE if !modern => {
-                gate(caps.resources.as_ref().is_some_and(|r| r.subscribe == Some(true)))?;
+                gate(resources)?;
                 let p: SubscribeRequestParams = parse(params)?;
                 let mut subs = lock(&self.subscriptions);
                 if &*req.method == methods::RESOURCES_SUBSCRIBE {
@@ -180,24 +196,26 @@ impl Session {
                 encode(&EmptyResult::new())
             }
             methods::PROMPTS_LIST => {
-                gate(caps.prompts.is_some())?;
-                let p: PaginatedRequestParams = parse(params)?;
-                let reg = self.server.registry();
-                let (items, next) = self.page(reg.prompts.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-                let mut r = ListPromptsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+                gate(prompts)?;
+                let (items, next) = self.list(params, |r| &r.prompts)?;
+                let mut r = ListPromptsResult::new(items);
                 r.next_cursor = next;
-                drop(reg);
                 self.finish_with(r, &era, downgrade::list_prompts)
             }
             methods::PROMPTS_GET => {
-                gate(caps.prompts.is_some())?;
+                gate(prompts)?;
                 self.get_prompt(req, era, peer).await
             }
             methods::COMPLETION_COMPLETE => {
-                gate(caps.completions.is_some())?;
+                gate(offers.completions)?;
                 let p: CompleteRequestParams = parse(params)?;
                 self.check_completion_ref(&p.r#ref)?;
-                let handler = self.server.registry().completion.clone().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+                let handler = self
+                    .server
+                    .registry()
+                    .completion
+                    .clone()
+                    .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
                 let cx = self.context(&req, &era, peer, None);
                 let r = handler(p, cx).await.map_err(|e| e.into_error_object(era.version))?;
                 self.finish(r, &era)
@@ -207,32 +225,48 @@ impl Session {
         }
     }
 
-    fn page<'a, T: 'a>(&self, items: impl Iterator<Item = (&'a String, &'a T)>, cursor: Option<&str>) -> Result<(Vec<&'a T>, Option<String>), ErrorObject> {
-        page(items, cursor, self.server.inner.config.page_size).map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))
+    /// One page of the enabled entries of one registry map, by the request's cursor.
+    fn list<E: Entry>(
+        &self,
+        params: Option<&RawValue>,
+        pick: impl Fn(&Registry) -> &BTreeMap<String, Arc<E>>,
+    ) -> Result<(Vec<E::Def>, Option<String>), ErrorObject> {
+        let p: PaginatedRequestParams = parse(params)?;
+        let reg = self.server.registry();
+        let items = pick(&reg).iter().filter(|(_, e)| e.enabled());
+        let (items, next) = page(items, p.cursor.as_deref(), self.server.inner.config.page_size)
+            .map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))?;
+        Ok((items.into_iter().map(|e| e.def().clone()).collect(), next))
     }
 
     fn check_completion_ref(&self, r: &CompletionReference) -> Result<(), ErrorObject> {
         let reg = self.server.registry();
         let known = match r {
             CompletionReference::Prompt(p) => reg.prompts.contains_key(&p.name),
-            CompletionReference::ResourceTemplate(t) => reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri),
+            CompletionReference::ResourceTemplate(t) => {
+                reg.templates.contains_key(&t.uri) || reg.resources.contains_key(&t.uri)
+            }
+            _ => false,
         };
-        if known { Ok(()) } else { Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server")) }
+        if known {
+            Ok(())
+        } else {
+            Err(ErrorObject::invalid_params("completion reference names no prompt or resource template of this server"))
+        }
     }
 
     fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
-        let p: PaginatedRequestParams = parse(params)?;
-        let first_page = p.cursor.is_none();
+        let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
         if first_page {
-            if let Some((_, bytes)) = crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version) {
+            if let Some((_, bytes)) =
+                crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version)
+            {
                 return Ok(bytes.clone());
             }
         }
-        let reg = self.server.registry();
-        let (items, next) = self.page(reg.tools.iter().filter(|(_, e)| e.enabled), p.cursor.as_deref())?;
-        let mut r = ListToolsResult::new(items.into_iter().map(|e| e.def.clone()).collect());
+        let (items, next) = self.list(params, |r| &r.tools)?;
+        let mut r = ListToolsResult::new(items);
         r.next_cursor = next;
-        drop(reg);
         let bytes = self.finish_with(r, era, downgrade::list_tools)?;
         if first_page {
             crate::rpc::write_lock(&self.server.inner.tools_cache).push((era.version, bytes.clone()));
@@ -241,25 +275,13 @@ impl Session {
     }
 
     async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-            #[serde(borrow, default)]
-            arguments: Option<&'a RawValue>,
-            #[serde(default)]
-            input_responses: Option<portico_schema::InputResponses>,
-            #[serde(default)]
-            request_state: Option<String>,
-        }
-        let p: Params<'_> = parse(req.params.as_deref())?;
+        let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
         };
-        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
         let fut = match (entry.handler)(p.arguments, cx) {
             Ok(fut) => fut,
@@ -267,48 +289,46 @@ impl Session {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
                 return self.finish_with(r, &era, downgrade::call_tool_result);
             }
-            Err(e) => return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name))),
+            Err(e) => {
+                return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
+            }
         };
-        match input::run(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        match input::run(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
     }
 
     async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Params<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-            #[serde(borrow, default)]
-            arguments: Option<&'a RawValue>,
-            #[serde(default)]
-            input_responses: Option<portico_schema::InputResponses>,
-            #[serde(default)]
-            request_state: Option<String>,
-        }
-        let p: Params<'_> = parse(req.params.as_deref())?;
+        let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)));
         };
         let given: std::collections::BTreeMap<String, String> = match p.arguments {
-            Some(a) => serde_json::from_str(a.get()).map_err(|_| ErrorObject::invalid_params("prompt arguments must be an object of strings"))?,
+            Some(a) => serde_json::from_str(a.get())
+                .map_err(|_| ErrorObject::invalid_params("prompt arguments must be an object of strings"))?,
             None => Default::default(),
         };
         for arg in entry.def.arguments.iter().flatten() {
             if arg.required == Some(true) && !given.contains_key(&arg.name) {
-                return Err(ErrorObject::invalid_params(format!("missing required argument {} of prompt {}", arg.name, entry.def.name)));
+                return Err(ErrorObject::invalid_params(format!(
+                    "missing required argument {} of prompt {}",
+                    arg.name, entry.def.name
+                )));
             }
         }
-        let binding = input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
-        let fut = (entry.handler)(p.arguments, cx).map_err(|e| ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name)))?;
+        let fut = (entry.handler)(p.arguments, cx).map_err(|e| {
+            ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name))
+        })?;
         let version = era.version;
-        let fut = fut.map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version))).boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        let fut = fut
+            .map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version)))
+            .boxed();
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::get_prompt_result),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
@@ -320,12 +340,12 @@ impl Session {
         let Some((handler, rr)) = found else {
             return Err(super::HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
         };
-        let binding = input::binding(&req.method, &p.uri, None);
-        let state = self.input_state(&era, &binding, p.request_state.as_deref(), p.input_responses)?;
+        let binding = || input::binding(&req.method, &p.uri, None);
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
         let cx = self.context(&req, &era, peer, state.clone());
         let version = era.version;
         let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, &binding).await? {
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
             input::Outcome::Done(r) => self.finish(r, &era),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
@@ -335,20 +355,28 @@ impl Session {
     /// client cancels or the connection closes.
     async fn listen(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: SubscriptionsListenRequestParams = parse(req.params.as_deref())?;
-        let caps = &self.server.inner.capabilities;
+        let caps = self.server.capabilities();
         let mut honored = p.notifications.clone();
         let list_changed = |c: Option<bool>| c == Some(true);
-        honored.tools_list_changed = honored.tools_list_changed.filter(|_| caps.tools.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.prompts_list_changed = honored.prompts_list_changed.filter(|_| caps.prompts.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.resources_list_changed = honored.resources_list_changed.filter(|_| caps.resources.as_ref().is_some_and(|t| list_changed(t.list_changed)));
-        honored.resource_subscriptions = honored.resource_subscriptions.filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
+        honored.tools_list_changed =
+            honored.tools_list_changed.filter(|_| caps.tools.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.prompts_list_changed = honored
+            .prompts_list_changed
+            .filter(|_| caps.prompts.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resources_list_changed = honored
+            .resources_list_changed
+            .filter(|_| caps.resources.as_ref().is_some_and(|t| list_changed(t.list_changed)));
+        honored.resource_subscriptions = honored
+            .resource_subscriptions
+            .filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
         let sub_id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
         let mut meta = Meta::new();
-        meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id.clone());
-        let mut ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(honored.clone());
-        ack.meta = Some(meta.clone());
+        meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id);
+        let ack = portico_schema::SubscriptionsAcknowledgedNotificationParams::new(req.id.clone(), honored.clone());
         let mut events = self.server.subscribe_events();
-        peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack)).await.map_err(|_| ErrorObject::internal_error("connection closed"))?;
+        peer.notify(methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, Some(&ack))
+            .await
+            .map_err(|_| ErrorObject::internal_error("connection closed"))?;
         let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
         let params = serde_json::json!({ "_meta": meta });
         loop {
@@ -358,10 +386,18 @@ impl Session {
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
             };
             let (method, extra) = match event {
-                Event::ToolsChanged if honored.tools_list_changed == Some(true) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
-                Event::PromptsChanged if honored.prompts_list_changed == Some(true) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
-                Event::ResourcesChanged if honored.resources_list_changed == Some(true) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
-                Event::ResourceUpdated(uri) if uris.contains(&*uri) => (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri)),
+                Event::ToolsChanged if honored.tools_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None)
+                }
+                Event::PromptsChanged if honored.prompts_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None)
+                }
+                Event::ResourcesChanged if honored.resources_list_changed == Some(true) => {
+                    (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None)
+                }
+                Event::ResourceUpdated(uri) if uris.contains(&*uri) => {
+                    (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri))
+                }
                 _ => continue,
             };
             let mut p = params.clone();
@@ -372,15 +408,13 @@ impl Session {
                 break;
             }
         }
-        let mut r = portico_schema::SubscriptionsListenResult::new();
-        r.meta = Some(meta);
-        self.finish(r, &era)
+        self.finish(portico_schema::SubscriptionsListenResult::new(req.id.clone()), &era)
     }
 
     fn input_state(
         &self,
         era: &Era,
-        binding: &[u8],
+        binding: impl FnOnce() -> Vec<u8>,
         request_state: Option<&str>,
         responses: Option<portico_schema::InputResponses>,
     ) -> Result<Option<Arc<InputState>>, ErrorObject> {
@@ -416,14 +450,19 @@ impl Session {
         self.finish_with(r, era, |_, _| {})
     }
 
-    fn finish_with<R: Serialize + ResultEnvelope>(&self, mut r: R, era: &Era, down: fn(&mut Value, ProtocolVersion)) -> Reply {
+    fn finish_with<R: Serialize + ResultEnvelope>(
+        &self,
+        mut r: R,
+        era: &Era,
+        down: fn(&mut Value, ProtocolVersion),
+    ) -> Reply {
         if era.version.is_stateless() {
             let rt = r.result_type_mut();
             if rt.is_none() {
                 *rt = Some(ResultType::Complete);
             }
             let complete = *rt == Some(ResultType::Complete);
-            let info = serde_json::to_value(&self.server.inner.info).unwrap_or(Value::Null);
+            let info = self.server.inner.info_json.clone();
             r.meta_mut().get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info);
             let config = &self.server.inner.config;
             if let Some((ttl, scope)) = r.cache_mut()
@@ -453,7 +492,9 @@ impl Session {
                     e = events.recv() => e,
                 };
                 let (method, uri) = match event {
-                    Ok(Event::ToolsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None),
+                    Ok(Event::ToolsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        (methods::NOTIFICATION_TOOLS_LIST_CHANGED, None)
+                    }
                     Ok(Event::PromptsChanged) => (methods::NOTIFICATION_PROMPTS_LIST_CHANGED, None),
                     Ok(Event::ResourcesChanged) => (methods::NOTIFICATION_RESOURCES_LIST_CHANGED, None),
                     Ok(Event::ResourceUpdated(uri)) => {
@@ -497,7 +538,9 @@ fn modern_era(version: &str, meta: Option<RequestMeta>) -> Result<Era, ErrorObje
 }
 
 fn encode<R: Serialize>(r: &R) -> Reply {
-    serde_json::to_vec(r).map(Bytes::from).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+    serde_json::to_vec(r)
+        .map(Bytes::from)
+        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 
 /// Encodes for a handshake-era revision, adapting fields an older revision lacks.
@@ -505,7 +548,8 @@ fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value
     if version >= ProtocolVersion::V2025_11_25 {
         return encode(r);
     }
-    let mut v = serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
+    let mut v =
+        serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
     down(&mut v, version);
     encode(&v)
 }
@@ -527,4 +571,3 @@ impl Service for Session {
         self.handshake.get().is_some_and(|h| h.version.receives_batches())
     }
 }
-

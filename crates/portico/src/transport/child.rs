@@ -131,9 +131,7 @@ impl ChildProcess {
             .kill_on_drop(true)
             .spawn()?;
         let pipe = |what| io::Error::other(format!("child {what} was not piped"));
-        let pid = child
-            .id()
-            .ok_or_else(|| io::Error::other("child has no process id"))?;
+        let pid = child.id().ok_or_else(|| io::Error::other("child has no process id"))?;
         let stdin = child.stdin.take().ok_or_else(|| pipe("stdin"))?;
         let stdout = child.stdout.take().ok_or_else(|| pipe("stdout"))?;
         let stderr = child.stderr.take().ok_or_else(|| pipe("stderr"))?;
@@ -143,28 +141,13 @@ impl ChildProcess {
         tokio::spawn(reap(child, signal_rx, status_tx));
         tokio::spawn(forward_stderr(stderr, pid));
 
-        let stdin = Arc::new(Mutex::new(StdinSlot {
-            pipe: Some(stdin),
-            waker: None,
-        }));
+        let stdin = Arc::new(Mutex::new(StdinSlot { pipe: Some(stdin), waker: None }));
         let reader = LineReader::new(stdout).with_max_message_size(self.max_message_size);
         let transport = ChildTransport {
-            reader: ChildReader {
-                lines: reader,
-                _alive: signals.clone(),
-            },
-            writer: ChildWriter {
-                lines: LineWriter::new(SharedStdin(stdin.clone())),
-                _alive: signals.clone(),
-            },
+            reader: ChildReader { lines: reader, _alive: signals.clone() },
+            writer: ChildWriter { lines: LineWriter::new(SharedStdin(stdin.clone())), _alive: signals.clone() },
         };
-        let handle = ChildHandle {
-            pid,
-            stdin,
-            signals,
-            status,
-            grace: self.shutdown_timeout,
-        };
+        let handle = ChildHandle { pid, stdin, signals, status, grace: self.shutdown_timeout };
         Ok((transport, handle))
     }
 }
@@ -185,11 +168,7 @@ enum Exit {
 
 /// Owns the child until it has been reaped. Signals arrive through `signals`; when every
 /// sender is gone (handle and transport dropped), the child is killed.
-async fn reap(
-    mut child: Child,
-    mut signals: mpsc::UnboundedReceiver<Sig>,
-    status: watch::Sender<Option<Exit>>,
-) {
+async fn reap(mut child: Child, mut signals: mpsc::UnboundedReceiver<Sig>, status: watch::Sender<Option<Exit>>) {
     let result = loop {
         tokio::select! {
             result = child.wait() => break result,
@@ -238,9 +217,7 @@ fn terminate(pid: Option<u32>) -> io::Result<()> {
 
 /// Logs the child's stderr, one line at a time, until it ends.
 async fn forward_stderr(stderr: ChildStderr, pid: u32) {
-    let mut lines = LineReader::new(stderr)
-        .with_max_message_size(MAX_STDERR_LINE)
-        .with_buffer_size(8 * 1024);
+    let mut lines = LineReader::new(stderr).with_max_message_size(MAX_STDERR_LINE).with_buffer_size(8 * 1024);
     loop {
         match lines.read_frame().await {
             Ok(Some(line)) => {
@@ -292,11 +269,7 @@ fn stdin_closed() -> io::Error {
 struct SharedStdin(Arc<Mutex<StdinSlot>>);
 
 impl AsyncWrite for SharedStdin {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let mut slot = lock(&self.0);
         let Some(pipe) = slot.pipe.as_mut() else {
             return Poll::Ready(Err(stdin_closed()));

@@ -149,9 +149,7 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
     }
 
     fn too_large(&self) -> ReadError {
-        ReadError::TooLarge {
-            limit: self.max_message_size,
-        }
+        ReadError::TooLarge { limit: self.max_message_size }
     }
 }
 
@@ -182,12 +180,7 @@ pub struct LineWriter<W> {
 impl<W: AsyncWrite + Unpin + Send + 'static> LineWriter<W> {
     /// A writer with the default buffer size ([`DEFAULT_BUFFER_SIZE`]).
     pub fn new(writer: W) -> Self {
-        LineWriter {
-            writer: Some(writer),
-            buf: Vec::new(),
-            written: 0,
-            buffer_size: DEFAULT_BUFFER_SIZE,
-        }
+        LineWriter { writer: Some(writer), buf: Vec::new(), written: 0, buffer_size: DEFAULT_BUFFER_SIZE }
     }
 
     /// Sets how many bytes to gather before writing to the stream without being asked to flush.
@@ -212,10 +205,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> LineWriter<W> {
         while self.written < self.buf.len() {
             let n = writer.write(&self.buf[self.written..]).await?;
             if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "stream accepted no bytes",
-                ));
+                return Err(io::Error::new(io::ErrorKind::WriteZero, "stream accepted no bytes"));
             }
             self.written += n;
         }
@@ -241,10 +231,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
             return Err(closed());
         }
         if memchr::memchr(b'\n', frame).is_some() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "frame contains a raw newline",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame contains a raw newline"));
         }
         self.buf.reserve(frame.len() + 1);
         self.buf.extend_from_slice(frame);
@@ -298,11 +285,7 @@ where
     /// A transport reading from `reader` and writing to `writer`, with the default limit
     /// ([`DEFAULT_MAX_MESSAGE_SIZE`]).
     pub fn new(reader: R, writer: W) -> Self {
-        StdioTransport {
-            reader,
-            writer,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-        }
+        StdioTransport { reader, writer, max_message_size: DEFAULT_MAX_MESSAGE_SIZE }
     }
 
     /// Sets the largest incoming message accepted, in bytes.

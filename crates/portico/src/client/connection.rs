@@ -1,0 +1,250 @@
+//! One connection's sending machinery: `_meta` for the era, input-required retries, the
+//! discovery probe and the handshake.
+
+use std::time::Duration;
+
+use portico_schema::{
+    CallToolRequestParams, CompleteRequestParams, DiscoverRequestParams, DiscoverResult, ErrorCode,
+    GetPromptRequestParams, InitializeRequestParams, InitializeResult, InputRequest, InputRequiredResult,
+    InputResponse, InputResponses, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestId,
+    RequestMeta, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, methods,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use std::sync::atomic::Ordering;
+
+use super::{CallOptions, Inner};
+use crate::error::{Error, ErrorKind};
+use crate::rpc::{RequestOptions, lock};
+
+/// Params types that carry a request `_meta`.
+pub(super) trait HasMeta {
+    fn meta_mut(&mut self) -> &mut Option<RequestMeta>;
+}
+
+macro_rules! has_meta {
+    ($($t:ty),*) => {$(impl HasMeta for $t { fn meta_mut(&mut self) -> &mut Option<RequestMeta> { &mut self.meta } })*};
+}
+has_meta!(
+    PaginatedRequestParams,
+    CallToolRequestParams,
+    GetPromptRequestParams,
+    ReadResourceRequestParams,
+    CompleteRequestParams,
+    DiscoverRequestParams,
+    SubscribeRequestParams,
+    SetLevelRequestParams,
+    SubscriptionsListenRequestParams,
+    InitializeRequestParams
+);
+
+/// Params types of the methods that may answer "input required" (2026-07-28).
+pub(super) trait Retryable: HasMeta {
+    fn set_input(&mut self, responses: Option<InputResponses>, state: Option<String>);
+}
+
+macro_rules! retryable {
+    ($($t:ty),*) => {$(impl Retryable for $t {
+        fn set_input(&mut self, responses: Option<InputResponses>, state: Option<String>) {
+            self.input_responses = responses;
+            self.request_state = state;
+        }
+    })*};
+}
+retryable!(CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams);
+
+#[derive(serde::Deserialize)]
+pub(super) struct Peek {
+    #[serde(rename = "resultType", default)]
+    pub(super) result_type: Option<ResultType>,
+    #[serde(rename = "ttlMs", default)]
+    pub(super) ttl_ms: Option<i64>,
+}
+
+impl Inner {
+    pub(super) fn options(&self, call: &CallOptions) -> (RequestOptions, Option<portico_schema::ProgressToken>) {
+        let mut o = RequestOptions {
+            timeout: call.timeout.unwrap_or(self.timeout),
+            cancel: call.cancel.clone(),
+            ..Default::default()
+        };
+        let mut token = None;
+        if let Some(sink) = &call.on_progress {
+            let t = RequestId::Number(self.next_token.fetch_add(1, Ordering::Relaxed));
+            o.progress = Some((t.clone(), sink.clone()));
+            token = Some(t);
+        }
+        (o, token)
+    }
+
+    /// Fills `_meta` for the era: progress token always, the stateless fields in 2026-07-28.
+    pub(super) fn stamp(&self, meta: &mut Option<RequestMeta>, token: Option<portico_schema::ProgressToken>) {
+        let m = meta.get_or_insert_with(RequestMeta::new);
+        if token.is_some() {
+            m.progress_token = token;
+        }
+        if self.version.is_stateless() {
+            m.protocol_version = Some(self.version.as_str().to_owned());
+            m.client_capabilities = Some(self.caps.clone());
+            m.client_info = Some(self.info.clone());
+            if let Some(level) = *lock(&self.log_level) {
+                m.log_level = Some(level);
+            }
+        }
+        if meta.as_ref().is_some_and(RequestMeta::is_empty) {
+            *meta = None;
+        }
+    }
+
+    pub(super) async fn send_raw<P: HasMeta + Serialize>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let (options, token) = self.options(call);
+        self.stamp(params.meta_mut(), token);
+        self.peer.request_raw(method, Some(&params), options).await
+    }
+
+    pub(super) async fn send<P: HasMeta + Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: P,
+        call: &CallOptions,
+    ) -> Result<R, Error> {
+        let raw = self.send_raw(method, params, call).await?;
+        decode(method, &raw)
+    }
+
+    /// Sends a request that may answer "input required", answering and retrying until done.
+    pub(super) async fn send_retrying<P: Retryable + Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+    ) -> Result<R, Error> {
+        for _ in 0..=self.max_input_rounds {
+            let raw = self.send_raw(method, &mut params, call).await?;
+            let peek: Peek = decode(method, &raw)?;
+            match peek.result_type {
+                None | Some(ResultType::Complete) => return decode(method, &raw),
+                Some(ResultType::InputRequired) if self.version.is_stateless() => {
+                    let ir: InputRequiredResult = decode(method, &raw)?;
+                    let responses = self.fulfil(ir.input_requests.unwrap_or_default()).await?;
+                    params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
+                }
+                Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),
+            }
+        }
+        Err(Error::misbehaved(format!("{method} still needed input after {} rounds", self.max_input_rounds)))
+    }
+
+    async fn fulfil(
+        &self,
+        requests: std::collections::BTreeMap<String, InputRequest>,
+    ) -> Result<InputResponses, Error> {
+        let handler = &self.service.handler;
+        let mut out = InputResponses::new();
+        for (key, request) in requests {
+            let response = match request {
+                InputRequest::Elicitation(r) => handler.elicit(r.params).await.map(InputResponse::Elicitation),
+                InputRequest::Sampling(r) => handler.create_message(r.params).await.map(InputResponse::Sampling),
+                InputRequest::ListRoots(_) => handler.list_roots().await.map(InputResponse::ListRoots),
+                _ => return Err(Error::misbehaved(format!("unknown input request kind for {key}"))),
+            };
+            let response = response
+                .map_err(|e| Error::local(format!("the client could not answer input request {key}: {}", e.message)))?;
+            out.insert(key, response);
+        }
+        Ok(out)
+    }
+
+    /// The stateless probe: `Some` for a 2026-07-28 server, `None` for the handshake era.
+    pub(super) async fn probe(&mut self, timeout: Duration) -> Result<Option<DiscoverResult>, Error> {
+        match self.discover(ProtocolVersion::LATEST, timeout).await {
+            Ok(d) => Ok(Some(d)),
+            Err(e) => {
+                let Some(pe) = e.peer_error() else {
+                    if e.is_timeout() {
+                        tracing::debug!("server/discover timed out; trying initialize");
+                        return Ok(None);
+                    }
+                    return Err(e);
+                };
+                if pe.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
+                    // A modern server that wants another modern revision: never fall back.
+                    let supported: Vec<String> = pe
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("supported"))
+                        .and_then(|s| serde_json::from_value(s.clone()).ok())
+                        .unwrap_or_default();
+                    if let Some(v) =
+                        supported.iter().filter_map(|s| ProtocolVersion::parse(s)).filter(|v| v.is_stateless()).max()
+                    {
+                        return self.discover(v, timeout).await.map(Some);
+                    }
+                    if supported.iter().filter_map(|s| ProtocolVersion::parse(s)).any(|v| !v.is_stateless()) {
+                        return Ok(None);
+                    }
+                    return Err(Error::new(
+                        ErrorKind::PeerIncompatible,
+                        format!("the server supports none of our revisions: {supported:?}"),
+                    ));
+                }
+                tracing::debug!(code = pe.code.0, "server/discover refused; trying initialize");
+                Ok(None)
+            }
+        }
+    }
+
+    pub(super) async fn discover(
+        &mut self,
+        version: ProtocolVersion,
+        timeout: Duration,
+    ) -> Result<DiscoverResult, Error> {
+        self.version = version;
+        let call = CallOptions::new().with_timeout(timeout);
+        let raw = self.send_raw(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &call).await?;
+        let d: DiscoverResult = decode(methods::SERVER_DISCOVER, &raw)?;
+        if !d.supported_versions.iter().any(|v| v == version.as_str()) {
+            return Err(Error::new(
+                ErrorKind::PeerIncompatible,
+                format!("the server does not list {version} as supported"),
+            ));
+        }
+        Ok(d)
+    }
+
+    pub(super) async fn initialize(&mut self, want: ProtocolVersion) -> Result<(), Error> {
+        self.version = want;
+        let params = InitializeRequestParams::new(want.as_str(), self.caps.clone(), self.info.clone());
+        let r: InitializeResult = self.send(methods::INITIALIZE, params, &CallOptions::new()).await?;
+        let Some(version) = ProtocolVersion::parse(&r.protocol_version).filter(|v| !v.is_stateless()) else {
+            self.peer.close("the server chose an unsupported protocol version");
+            return Err(Error::new(
+                ErrorKind::PeerIncompatible,
+                format!("the server chose protocol version {:?}, which this client does not speak", r.protocol_version),
+            ));
+        };
+        self.version = version;
+        self.server_caps = r.capabilities;
+        self.server_info = r.server_info;
+        self.instructions = r.instructions;
+        self.peer.notify::<serde_json::Value>(methods::NOTIFICATION_INITIALIZED, None).await?;
+        Ok(())
+    }
+}
+
+pub(super) fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, Error> {
+    serde_json::from_str(raw.get())
+        .map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
+}
+
+impl<T: HasMeta> HasMeta for &mut T {
+    fn meta_mut(&mut self) -> &mut Option<RequestMeta> {
+        (**self).meta_mut()
+    }
+}
