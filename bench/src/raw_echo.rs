@@ -72,10 +72,7 @@ fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
         Ok(request) => request,
         Err(e) => {
             let message = serde_json::to_string(&format!("parse error: {e}"))?;
-            return writeln!(
-                out,
-                r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":{message}}}}}"#
-            );
+            return writeln!(out, r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":{message}}}}}"#);
         }
     };
     let Some(id) = request.id else {
@@ -90,11 +87,7 @@ fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
         }
         "ping" => out.write_all(br#","result":{}"#)?,
         "tools/call" => {
-            let text = request
-                .params
-                .and_then(|p| p.arguments)
-                .and_then(|a| a.text)
-                .unwrap_or(Cow::Borrowed(""));
+            let text = request.params.and_then(|p| p.arguments).and_then(|a| a.text).unwrap_or(Cow::Borrowed(""));
             out.write_all(br#","result":{"content":[{"type":"text","text":"#)?;
             serde_json::to_writer(&mut *out, text.as_ref())?;
             out.write_all(b"}]}")?;

@@ -149,7 +149,9 @@ pub fn server() -> Server {
                         .filter(|&n| n <= MAX_BLOB)
                         .ok_or_else(|| HandlerError::invalid_params(format!("bytes must be 0..={MAX_BLOB}")))?;
                     let blob = blobs.get(len);
-                    Ok::<_, HandlerError>(ResourceContents::Text(TextResourceContents::new(r.uri(), blob.as_str()).with_mime_type("text/plain")))
+                    Ok::<_, HandlerError>(ResourceContents::Text(
+                        TextResourceContents::new(r.uri(), blob.as_str()).with_mime_type("text/plain"),
+                    ))
                 }
             },
         )

@@ -1,14 +1,14 @@
 //! A server child process and the driver's end of its stdio.
 
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::proto::{self, excerpt, PROTOCOL_VERSION};
+use crate::proto::{self, PROTOCOL_VERSION, excerpt};
 
 /// Pipe buffers on the driver's side.
 const IO_BUFFER: usize = 256 * 1024;
@@ -48,11 +48,22 @@ pub struct Conn {
     pub watch: Arc<Watch>,
     pub server_info: String,
     pub protocol_version: String,
+    /// The stateless era's request `_meta` (JSON text); `None` in the handshake era.
+    pub meta: Option<String>,
+}
+
+/// How the driver talks to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` (2025-11-25), then `notifications/initialized`.
+    Handshake,
+    /// No handshake: `_meta` with the revision on every request (2026-07-28); `server/discover` first.
+    Stateless,
 }
 
 impl Conn {
     /// Spawns `argv` with piped stdin/stdout (stderr inherited) and does the handshake.
-    pub async fn spawn(argv: &[String]) -> Result<Conn, String> {
+    pub async fn spawn(argv: &[String], era: Era) -> Result<Conn, String> {
         let (program, args) = argv.split_first().ok_or("no server command given")?;
         let mut child = Command::new(program)
             .args(args)
@@ -78,8 +89,12 @@ impl Conn {
             watch,
             server_info: String::new(),
             protocol_version: String::new(),
+            meta: None,
         };
-        conn.handshake().await?;
+        match era {
+            Era::Handshake => conn.handshake().await?,
+            Era::Stateless => conn.discover().await?,
+        }
         Ok(conn)
     }
 
@@ -90,21 +105,8 @@ impl Conn {
         );
         let id = self.next_id();
         self.out.clear();
-        proto::request(&mut self.out, id, "initialize", Some(&params));
-        self.send_out().await?;
-        self.watch.active.store(true, Ordering::Relaxed);
-        let result = loop {
-            self.read_line().await?;
-            match proto::parse::<&serde_json::value::RawValue>(&self.line)? {
-                proto::Parsed::Notification => continue,
-                proto::Parsed::Result(got, result) if got == id => {
-                    break serde_json::from_str::<serde_json::Value>(result.get())
-                        .map_err(|e| format!("initialize result: {e}"))?;
-                }
-                proto::Parsed::Result(got, _) => return Err(format!("initialize answered with id {got}, sent {id}")),
-            }
-        };
-        self.watch.active.store(false, Ordering::Relaxed);
+        proto::request(&mut self.out, id, "initialize", Some(&params), None);
+        let result = self.call_value(id, "initialize").await?;
         self.protocol_version = result
             .get("protocolVersion")
             .and_then(|v| v.as_str())
@@ -117,6 +119,52 @@ impl Conn {
         self.out.clear();
         self.out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
         self.send_out().await
+    }
+
+    /// The stateless era: no handshake; `server/discover` checks the server speaks it.
+    async fn discover(&mut self) -> Result<(), String> {
+        let meta = proto::stateless_meta();
+        let id = self.next_id();
+        self.out.clear();
+        proto::request(&mut self.out, id, "server/discover", None, Some(&meta));
+        let result = self.call_value(id, "server/discover").await?;
+        let speaks = result
+            .get("supportedVersions")
+            .and_then(|v| v.as_array())
+            .is_some_and(|v| v.iter().any(|v| v == proto::STATELESS_VERSION));
+        if !speaks {
+            return Err(format!(
+                "server/discover: {} not among the supported versions: {result}",
+                proto::STATELESS_VERSION
+            ));
+        }
+        if result.pointer("/capabilities/tools").is_none() {
+            return Err(format!("the server declares no tools capability: {result}"));
+        }
+        self.protocol_version = format!("{} (stateless)", proto::STATELESS_VERSION);
+        self.server_info =
+            result.pointer("/_meta/io.modelcontextprotocol~1serverInfo").map(|v| v.to_string()).unwrap_or_default();
+        self.meta = Some(meta);
+        Ok(())
+    }
+
+    /// Sends `self.out` (one request, id `id`) and returns its result as a JSON tree.
+    async fn call_value(&mut self, id: u64, what: &str) -> Result<serde_json::Value, String> {
+        self.send_out().await?;
+        self.watch.active.store(true, Ordering::Relaxed);
+        let result = loop {
+            self.read_line().await?;
+            match proto::parse::<&serde_json::value::RawValue>(&self.line)? {
+                proto::Parsed::Notification => continue,
+                proto::Parsed::Result(got, result) if got == id => {
+                    break serde_json::from_str::<serde_json::Value>(result.get())
+                        .map_err(|e| format!("{what} result: {e}"))?;
+                }
+                proto::Parsed::Result(got, _) => return Err(format!("{what} answered with id {got}, sent {id}")),
+            }
+        };
+        self.watch.active.store(false, Ordering::Relaxed);
+        Ok(result)
     }
 
     pub fn next_id(&mut self) -> u64 {

@@ -13,6 +13,8 @@
 //!   --warmup SECS       unmeasured time per workload before it (default 1)
 //!   --workloads LIST    comma-separated: seq,pipe64,pipe1024,hol,list,blob (default: all;
 //!                       raw-echo: seq,pipe64). Any pipeN is accepted.
+//!   --era ERA           handshake (default: `initialize` 2025-11-25) or stateless
+//!                       (2026-07-28: no handshake, `_meta` on every request)
 //!   --json              print one JSON document instead of the table
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -28,9 +30,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::conn::Conn;
+use crate::conn::{Conn, Era};
 use crate::cpu::CpuMark;
-use crate::workloads::{histogram, Run, BLOB_BYTES};
+use crate::workloads::{BLOB_BYTES, Run, histogram};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Workload {
@@ -77,10 +79,11 @@ struct Opts {
     warmup: Duration,
     workloads: Vec<Workload>,
     json: bool,
+    era: Era,
     mode: Mode,
 }
 
-const USAGE: &str = "usage: bench-driver [--duration SECS] [--warmup SECS] [--workloads seq,pipe64,pipe1024,hol,list,blob] [--json] \
+const USAGE: &str = "usage: bench-driver [--duration SECS] [--warmup SECS] [--workloads seq,pipe64,pipe1024,hol,list,blob] [--json] [--era handshake|stateless] \
                      (stdio -- <server command…> | raw-echo [--bin PATH])";
 
 fn seconds(v: Option<String>, what: &str) -> Result<Duration, String> {
@@ -98,6 +101,7 @@ fn parse_args() -> Result<Opts, String> {
     let mut warmup = Duration::from_secs(1);
     let mut workloads: Option<Vec<Workload>> = None;
     let mut json = false;
+    let mut era = Era::Handshake;
     let mut mode = None;
     let mut raw_bin = None;
     while let Some(arg) = args.next() {
@@ -114,6 +118,13 @@ fn parse_args() -> Result<Opts, String> {
                 );
             }
             "--json" => json = true,
+            "--era" => {
+                era = match args.next().as_deref() {
+                    Some("handshake") => Era::Handshake,
+                    Some("stateless") => Era::Stateless,
+                    other => return Err(format!("--era: expected handshake or stateless, got {other:?}")),
+                }
+            }
             "--bin" => raw_bin = Some(PathBuf::from(args.next().ok_or("--bin needs a path")?)),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             "stdio" => {
@@ -144,8 +155,11 @@ fn parse_args() -> Result<Opts, String> {
         if let Some(w) = workloads.iter().find(|w| !matches!(w, Workload::Seq | Workload::Pipe(_))) {
             return Err(format!("raw-echo answers echo calls only: {} is not available", w.name()));
         }
+        if era != Era::Handshake {
+            return Err("raw-echo speaks the handshake era only".to_owned());
+        }
     }
-    Ok(Opts { duration, warmup, workloads, json, mode })
+    Ok(Opts { duration, warmup, workloads, json, era, mode })
 }
 
 /// One row of the report.
@@ -239,15 +253,7 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
     }
     let mib_per_s = (w == Workload::Blob)
         .then(|| run.calls as f64 * BLOB_BYTES as f64 / (1024.0 * 1024.0) / run.elapsed.as_secs_f64());
-    let figure = Figure {
-        workload: w.name(),
-        run: Some(run),
-        hist,
-        mib_per_s,
-        server_cpu,
-        driver_cpu,
-        void: None,
-    };
+    let figure = Figure { workload: w.name(), run: Some(run), hist, mib_per_s, server_cpu, driver_cpu, void: None };
     if w == Workload::Seq {
         ctx.seq_p99_us = figure.percentile_us(0.99);
     }
@@ -307,7 +313,7 @@ async fn run(opts: Opts) -> ExitCode {
     for &w in &opts.workloads {
         let c = match conn.take() {
             Some(c) => c,
-            None => match Conn::spawn(&command).await {
+            None => match Conn::spawn(&command, opts.era).await {
                 Ok(c) => {
                     if !opts.json {
                         println!(

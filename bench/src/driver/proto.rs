@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// The protocol revision the driver's handshake asks for.
@@ -191,27 +191,59 @@ pub fn excerpt(line: &[u8]) -> String {
     s
 }
 
-/// Appends `{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ID"}}}\n`.
+/// The request `_meta` of a stateless-era (2026-07-28) client, as JSON text.
+pub fn stateless_meta() -> String {
+    format!(
+        r#"{{"io.modelcontextprotocol/protocolVersion":"{STATELESS_VERSION}","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{{"name":"bench-driver","version":"{}"}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The stateless-era revision.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Appends `{"jsonrpc":"2.0","id":ID,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ID"}}}\n`,
+/// with `"_meta":META` in `params` when `meta` is given.
 #[inline]
-pub fn echo_request(buf: &mut Vec<u8>, id: u64) {
+pub fn echo_request(buf: &mut Vec<u8>, id: u64, meta: Option<&str>) {
     let mut ids = itoa::Buffer::new();
     let id = ids.format(id).as_bytes();
     buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     buf.extend_from_slice(id);
     buf.extend_from_slice(br#","method":"tools/call","params":{"name":"echo","arguments":{"text":""#);
     buf.extend_from_slice(id);
-    buf.extend_from_slice(b"\"}}}\n");
+    buf.extend_from_slice(b"\"}");
+    if let Some(meta) = meta {
+        buf.extend_from_slice(br#","_meta":"#);
+        buf.extend_from_slice(meta.as_bytes());
+    }
+    buf.extend_from_slice(b"}}\n");
 }
 
-/// Appends a request line with `params` given as JSON text (or none).
-pub fn request(buf: &mut Vec<u8>, id: u64, method: &str, params: Option<&str>) {
+/// Appends a request line with `params` given as JSON object text (or none), and `"_meta":META`
+/// added to `params` when `meta` is given.
+pub fn request(buf: &mut Vec<u8>, id: u64, method: &str, params: Option<&str>, meta: Option<&str>) {
     buf.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     buf.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
     buf.extend_from_slice(br#","method":"#);
     buf.extend_from_slice(serde_json::Value::from(method).to_string().as_bytes());
-    if let Some(params) = params {
-        buf.extend_from_slice(br#","params":"#);
-        buf.extend_from_slice(params.as_bytes());
+    match (params.map(str::trim), meta) {
+        (None, None) => {}
+        (Some(params), None) => {
+            buf.extend_from_slice(br#","params":"#);
+            buf.extend_from_slice(params.as_bytes());
+        }
+        (params, Some(meta)) => {
+            let body = params.and_then(|p| p.strip_suffix('}')).unwrap_or("{").trim_end();
+            buf.extend_from_slice(br#","params":"#);
+            buf.extend_from_slice(body.as_bytes());
+            if !body.ends_with('{') {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(br#""_meta":"#);
+            buf.extend_from_slice(meta.as_bytes());
+            buf.push(b'}');
+        }
     }
     buf.extend_from_slice(b"}\n");
 }
@@ -229,6 +261,74 @@ pub fn verify_echo(id: u64, result: &CallResult<'_>) -> Result<(), String> {
     let expected = digits.format(id);
     match (&item.kind, &item.text) {
         (Some(kind), Some(text)) if kind == "text" && text == expected => Ok(()),
-        (kind, text) => Err(format!("echo {id} returned content[0] type {kind:?} text {text:?}, expected text {expected:?}")),
+        (kind, text) => {
+            Err(format!("echo {id} returned content[0] type {kind:?} text {text:?}, expected text {expected:?}"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn line(buf: &[u8]) -> Value {
+        assert_eq!(buf.last(), Some(&b'\n'));
+        assert_eq!(buf.iter().filter(|&&b| b == b'\n').count(), 1);
+        serde_json::from_slice(buf).expect("valid JSON")
+    }
+
+    #[test]
+    fn requests_are_valid_json_with_meta_in_params() {
+        let meta = stateless_meta();
+        let mut buf = Vec::new();
+        echo_request(&mut buf, 42, None);
+        assert_eq!(line(&buf)["params"], json!({"name": "echo", "arguments": {"text": "42"}}));
+        buf.clear();
+        echo_request(&mut buf, 7, Some(&meta));
+        let v = line(&buf);
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], STATELESS_VERSION);
+        for params in [None, Some("{}"), Some(r#"{"uri":"x"}"#)] {
+            buf.clear();
+            request(&mut buf, 1, "resources/read", params, Some(&meta));
+            let v = line(&buf);
+            assert!(v["params"]["_meta"].is_object(), "{v}");
+            assert_eq!(v["params"].get("uri").is_some(), params.is_some_and(|p| p.contains("uri")));
+        }
+        buf.clear();
+        request(&mut buf, 1, "tools/list", None, None);
+        assert!(line(&buf).get("params").is_none());
+    }
+
+    #[test]
+    fn responses_are_classified() {
+        let ok =
+            br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"3"},{"type":"text","text":"x"}]}}"#;
+        match parse::<CallResult<'_>>(ok) {
+            Ok(Parsed::Result(3, r)) => verify_echo(3, &r).expect("echo verifies"),
+            _ => panic!("a result"),
+        }
+        let wrong = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"4"}]}}"#;
+        match parse::<CallResult<'_>>(wrong) {
+            Ok(Parsed::Result(3, r)) => assert!(verify_echo(3, &r).is_err()),
+            _ => panic!("a result"),
+        }
+        let note = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#;
+        assert!(matches!(parse::<CallResult<'_>>(note), Ok(Parsed::Notification)));
+        for bad in [
+            &br#"{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no"}}"#[..],
+            br#"{"jsonrpc":"2.0","id":3}"#,
+            br#"{"jsonrpc":"2.0","id":"3","result":{"content":[]}}"#,
+            br#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+            b"not json",
+        ] {
+            assert!(parse::<CallResult<'_>>(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let list = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a"},{"name":"b"}],"nextCursor":"YQ"}}"#;
+        match parse::<ListResult<'_>>(list) {
+            Ok(Parsed::Result(1, r)) => assert_eq!((r.tools.0, r.next_cursor.as_deref()), (2, Some("YQ"))),
+            _ => panic!("a result"),
+        }
     }
 }

@@ -10,8 +10,8 @@ use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
 
-use crate::conn::{read_line, Conn, Watch};
-use crate::proto::{self, echo_request, excerpt, parse, verify_echo, CallResult, ListResult, Parsed, ReadResult};
+use crate::conn::{Conn, Watch, read_line};
+use crate::proto::{self, CallResult, ListResult, Parsed, ReadResult, echo_request, excerpt, parse, verify_echo};
 
 pub fn histogram() -> Histogram<u64> {
     // 1 ns .. 100 s at 3 significant figures.
@@ -42,7 +42,9 @@ async fn await_echo(conn: &mut Conn, id: u64) -> Result<Instant, String> {
                 verify_echo(id, &result)?;
                 return Ok(at);
             }
-            Parsed::Result(got, _) => return Err(format!("waiting for response {id}, got {got}: {}", excerpt(&conn.line))),
+            Parsed::Result(got, _) => {
+                return Err(format!("waiting for response {id}, got {got}: {}", excerpt(&conn.line)));
+            }
         }
     }
 }
@@ -57,7 +59,7 @@ pub async fn seq(conn: &mut Conn, duration: Duration, hist: &mut Histogram<u64>)
     loop {
         let id = conn.next_id();
         conn.out.clear();
-        echo_request(&mut conn.out, id);
+        echo_request(&mut conn.out, id, conn.meta.as_deref());
         let sent = Instant::now();
         if sent >= deadline {
             break;
@@ -72,7 +74,8 @@ pub async fn seq(conn: &mut Conn, duration: Duration, hist: &mut Histogram<u64>)
 }
 
 /// State shared by the pipelined writer and reader.
-struct Pipe {
+struct Pipe<'m> {
+    meta: Option<&'m str>,
     window: u64,
     mask: u64,
     first_id: u64,
@@ -102,7 +105,9 @@ const FREE: u64 = u64::MAX;
 /// driver costs one thread. Responses may come in any order: each is matched to its ring slot.
 pub async fn pipe(conn: &mut Conn, window: u64, duration: Duration, hist: &mut Histogram<u64>) -> Result<Run, String> {
     let ring = (window * 4).next_power_of_two();
+    let meta = conn.meta.clone();
     let pipe = Pipe {
+        meta: meta.as_deref(),
         window,
         mask: ring - 1,
         first_id: conn.take_ids(0),
@@ -142,7 +147,7 @@ pub async fn pipe(conn: &mut Conn, window: u64, duration: Duration, hist: &mut H
 }
 
 async fn pipe_writer(
-    pipe: &Pipe,
+    pipe: &Pipe<'_>,
     w: &mut BufWriter<ChildStdin>,
     out: &mut Vec<u8>,
     deadline: Instant,
@@ -172,7 +177,7 @@ async fn pipe_writer(
             }
             pipe.sent_at[slot].store(at, Ordering::Relaxed);
             pipe.ids[slot].store(id, Ordering::Release);
-            echo_request(out, id);
+            echo_request(out, id, pipe.meta);
             sent += 1;
             room -= 1;
             batch += 1;
@@ -189,7 +194,7 @@ async fn pipe_writer(
 }
 
 async fn pipe_reader(
-    pipe: &Pipe,
+    pipe: &Pipe<'_>,
     r: &mut BufReader<ChildStdout>,
     line: &mut Vec<u8>,
     watch: &Watch,
@@ -242,6 +247,7 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
             sleep_id,
             "tools/call",
             Some(&format!(r#"{{"name":"sleep","arguments":{{"ms":{}}}}}"#, SLEEP.as_millis())),
+            conn.meta.as_deref(),
         );
         let slept = Instant::now();
         conn.send_out().await?;
@@ -250,7 +256,7 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
         loop {
             let id = conn.next_id();
             conn.out.clear();
-            echo_request(&mut conn.out, id);
+            echo_request(&mut conn.out, id, conn.meta.as_deref());
             let sent = Instant::now();
             if sent >= deadline {
                 break;
@@ -289,7 +295,10 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
                     let took = slept.elapsed();
                     let text = result.content.0.as_ref().and_then(|c| c.text.as_deref());
                     if text != Some("ok") || result.is_error == Some(true) {
-                        return Err(format!("sleep returned {text:?} (isError {:?}), expected \"ok\"", result.is_error));
+                        return Err(format!(
+                            "sleep returned {text:?} (isError {:?}), expected \"ok\"",
+                            result.is_error
+                        ));
                     }
                     if took < SLEEP {
                         return Err(format!("sleep {} ms answered after only {took:?}", SLEEP.as_millis()));
@@ -297,7 +306,9 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
                     sleep_took.push(took);
                     break;
                 }
-                Parsed::Result(got, _) => return Err(format!("waiting for the sleep's response {sleep_id}, got {got}")),
+                Parsed::Result(got, _) => {
+                    return Err(format!("waiting for the sleep's response {sleep_id}, got {got}"));
+                }
             }
         }
     }
@@ -320,7 +331,7 @@ async fn list_all(conn: &mut Conn) -> Result<(usize, u32, usize), String> {
         let id = conn.next_id();
         conn.out.clear();
         let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }).to_string());
-        proto::request(&mut conn.out, id, "tools/list", params.as_deref());
+        proto::request(&mut conn.out, id, "tools/list", params.as_deref(), conn.meta.as_deref());
         conn.send_out().await?;
         let next = loop {
             conn.read_line().await?;
@@ -353,7 +364,7 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
         let id = conn.next_id();
         conn.out.clear();
         let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }).to_string());
-        proto::request(&mut conn.out, id, "tools/list", params.as_deref());
+        proto::request(&mut conn.out, id, "tools/list", params.as_deref(), conn.meta.as_deref());
         conn.send_out().await?;
         conn.watch.active.store(true, Ordering::Relaxed);
         let result = loop {
@@ -369,7 +380,8 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
         conn.watch.active.store(false, Ordering::Relaxed);
         let tools = result.get("tools").and_then(|t| t.as_array()).ok_or("tools/list result has no tools array")?;
         for tool in tools {
-            let name = tool.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("a tool without a name: {tool}"))?;
+            let name =
+                tool.get("name").and_then(|n| n.as_str()).ok_or_else(|| format!("a tool without a name: {tool}"))?;
             if tool.pointer("/inputSchema/type").and_then(|t| t.as_str()) != Some("object") {
                 return Err(format!("tool {name} has no object inputSchema"));
             }
@@ -398,7 +410,12 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
 }
 
 /// `list`: full tool listings, one after another.
-pub async fn list(conn: &mut Conn, duration: Duration, expect: usize, hist: &mut Histogram<u64>) -> Result<Run, String> {
+pub async fn list(
+    conn: &mut Conn,
+    duration: Duration,
+    expect: usize,
+    hist: &mut Histogram<u64>,
+) -> Result<Run, String> {
     conn.watch.active.store(true, Ordering::Relaxed);
     let start = Instant::now();
     let deadline = start + duration;
@@ -420,7 +437,11 @@ pub async fn list(conn: &mut Conn, duration: Duration, expect: usize, hist: &mut
         calls += 1;
     }
     conn.watch.active.store(false, Ordering::Relaxed);
-    Ok(Run { calls, elapsed: last - start, note: format!("{expect} tools in {} page(s) of up to {}", shape.0, shape.1) })
+    Ok(Run {
+        calls,
+        elapsed: last - start,
+        note: format!("{expect} tools in {} page(s) of up to {}", shape.0, shape.1),
+    })
 }
 
 pub const BLOB_BYTES: usize = 1_048_576;
@@ -476,7 +497,7 @@ pub async fn blob(
     while Instant::now() < deadline {
         let id = conn.next_id();
         conn.out.clear();
-        proto::request(&mut conn.out, id, "resources/read", Some(&params));
+        proto::request(&mut conn.out, id, "resources/read", Some(&params), conn.meta.as_deref());
         let sent = Instant::now();
         conn.send_out().await?;
         loop {
@@ -509,4 +530,34 @@ pub async fn blob(
     }
     conn.watch.active.store(false, Ordering::Relaxed);
     Ok(Run { calls, elapsed: last - start, note: String::new() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blob() -> Vec<u8> {
+        let mut b = vec![b'x'; BLOB_BYTES];
+        for chunk in b.chunks_exact_mut(64) {
+            chunk[5] = b'"';
+            chunk[30] = b'\\';
+            chunk[63] = b'\n';
+        }
+        b
+    }
+
+    #[test]
+    fn blob_check_wants_every_window_of_64() {
+        let good = blob();
+        assert!(verify_blob(std::str::from_utf8(&good).expect("ascii")).is_ok());
+        let mut short = good.clone();
+        short.pop();
+        assert!(verify_blob(std::str::from_utf8(&short).expect("ascii")).is_err());
+        let mut holed = good.clone();
+        holed[64 * 100 + 30] = b'y';
+        assert!(verify_blob(std::str::from_utf8(&holed).expect("ascii")).is_err());
+        let mut tail = good;
+        tail[BLOB_BYTES - 1] = b'y';
+        assert!(verify_blob(std::str::from_utf8(&tail).expect("ascii")).is_err());
+    }
 }
