@@ -163,14 +163,39 @@ fn noop_description(i: usize) -> String {
     format!("No-op tool number {i:03} of the tools/list benchmark: takes a label and a count, ignores both, says ok")
 }
 
+/// `stdio-pipe`, an experiment beside the contract: the same server over Portico's
+/// `StdioTransport`, but on non-blocking pipe halves driven by the reactor
+/// (`tokio::net::unix::pipe`) instead of `tokio::io::stdin()`/`stdout()`, which hand every read
+/// and write to a blocking-pool thread. Works only when stdin and stdout are pipes.
+fn pipe_transport() -> std::io::Result<
+    portico::transport::stdio::StdioTransport<tokio::net::unix::pipe::Receiver, tokio::net::unix::pipe::Sender>,
+> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
+    let stdout = std::io::stdout().as_fd().try_clone_to_owned()?;
+    let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(stdin)?;
+    let writer = tokio::net::unix::pipe::Sender::from_owned_fd(stdout)?;
+    Ok(portico::transport::stdio::StdioTransport::new(reader, writer))
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().map(String::as_str).ne(["stdio"]) {
-        eprintln!("usage: bench-server stdio");
-        return ExitCode::from(64);
-    }
-    match server().serve(portico::transport::stdio::stdio()).await {
+    let served = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["stdio"] => server().serve(portico::transport::stdio::stdio()).await,
+        ["stdio-pipe"] => match pipe_transport() {
+            Ok(transport) => server().serve(transport).await,
+            Err(e) => {
+                eprintln!("bench-server: stdin and stdout must be pipes for stdio-pipe: {e}");
+                return ExitCode::from(66);
+            }
+        },
+        _ => {
+            eprintln!("usage: bench-server stdio | bench-server stdio-pipe");
+            return ExitCode::from(64);
+        }
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench-server: {e}");

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the harness in release and runs every workload against the Portico bench server (both
+# eras) and the raw echo baseline. Extra arguments go to every bench-driver run, e.g.
+#   bench/run.sh --duration 10 --json
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+cargo build --release -p portico-bench
+bin="$CARGO_TARGET_DIR/release"
+
+echo "== machine"
+echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') · kernel: $(uname -r)"
+
+status=0
+echo "== raw-echo baseline (the ceiling)"
+"$bin/bench-driver" "$@" raw-echo --bin "$bin/raw-echo" || status=$?
+echo "== portico bench-server, handshake era (2025-11-25)"
+"$bin/bench-driver" "$@" --era handshake stdio -- "$bin/bench-server" stdio || status=$?
+echo "== portico bench-server, stateless era (2026-07-28)"
+"$bin/bench-driver" "$@" --era stateless stdio -- "$bin/bench-server" stdio || status=$?
+echo "== experiment: the same server on non-blocking pipes (bench-server stdio-pipe), handshake era"
+"$bin/bench-driver" "$@" --era handshake stdio -- "$bin/bench-server" stdio-pipe || status=$?
+exit "$status"
