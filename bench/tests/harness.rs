@@ -28,10 +28,10 @@ fn drive(args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
-fn every_workload_against_the_bench_server_in_both_eras() {
+fn every_workload_against_the_bench_server_in_both_eras_and_on_pipes() {
     let server = env!("CARGO_BIN_EXE_bench-server");
-    for era in ["handshake", "stateless"] {
-        let doc = drive(&["--era", era, "stdio", "--", server, "stdio"]);
+    for (era, mode) in [("handshake", "stdio"), ("stateless", "stdio"), ("handshake", "stdio-pipe")] {
+        let doc = drive(&["--era", era, "stdio", "--", server, mode]);
         let names: Vec<&str> =
             doc["figures"].as_array().into_iter().flatten().filter_map(|f| f["workload"].as_str()).collect();
         assert_eq!(names, ["seq", "pipe64", "pipe1024", "hol", "list", "blob"], "{era}");
