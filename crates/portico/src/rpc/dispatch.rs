@@ -18,7 +18,7 @@ use super::{IncomingRequest, Peer, RpcConfig, Service};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
 /// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
-type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// Starts the tasks of one connection and returns its sending handle.
 ///
@@ -125,10 +125,10 @@ struct Dispatcher<S> {
 }
 
 /// A request admitted but waiting for a free slot.
-struct Queued {
-    id: RequestId,
-    method: Box<str>,
-    params: Option<Box<RawValue>>,
+pub(crate) struct Queued {
+    pub id: RequestId,
+    pub method: Box<str>,
+    pub params: Option<Box<RawValue>>,
 }
 
 impl<S: Service> Dispatcher<S> {
@@ -234,33 +234,7 @@ impl<S: Service> Dispatcher<S> {
     }
 
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {
-        match method {
-            methods::NOTIFICATION_CANCELLED => {
-                let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
-                else {
-                    debug!("malformed notifications/cancelled ignored");
-                    return;
-                };
-                if let Some(id) = &p.request_id
-                    && let Some(token) = lock(&self.in_flight).remove(id)
-                {
-                    debug!(%id, "request cancelled by the peer");
-                    token.cancel();
-                }
-                self.service.notify(method, params, &self.peer);
-            }
-            methods::NOTIFICATION_PROGRESS => {
-                match params.and_then(|p| serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()) {
-                    Some(p) => {
-                        if !self.peer.progress(p) {
-                            debug!("progress for an unknown token ignored");
-                        }
-                    }
-                    None => debug!("malformed notifications/progress ignored"),
-                }
-            }
-            _ => self.service.notify(method, params, &self.peer),
-        }
+        route_notification(&*self.service, &self.peer, &self.in_flight, method, params);
     }
 
     fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
@@ -315,8 +289,45 @@ impl<S: Service> Dispatcher<S> {
     }
 }
 
+/// Handles an incoming notification: cancellation and progress are the engine's, the rest
+/// goes to the service.
+pub(crate) fn route_notification<S: Service + ?Sized>(
+    service: &S,
+    peer: &Peer,
+    in_flight: &InFlight,
+    method: &str,
+    params: Option<&RawValue>,
+) {
+    match method {
+        methods::NOTIFICATION_CANCELLED => {
+            let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok()) else {
+                debug!("malformed notifications/cancelled ignored");
+                return;
+            };
+            if let Some(id) = &p.request_id
+                && let Some(token) = lock(in_flight).remove(id)
+            {
+                debug!(%id, "request cancelled by the peer");
+                token.cancel();
+            }
+            service.notify(method, params, peer);
+        }
+        methods::NOTIFICATION_PROGRESS => {
+            match params.and_then(|p| serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()) {
+                Some(p) => {
+                    if !peer.progress(p) {
+                        debug!("progress for an unknown token ignored");
+                    }
+                }
+                None => debug!("malformed notifications/progress ignored"),
+            }
+        }
+        _ => service.notify(method, params, peer),
+    }
+}
+
 /// Runs one request to its encoded response; `None` when it was cancelled (no response).
-async fn run_request<S: Service>(
+pub(crate) async fn run_request<S: Service>(
     service: Arc<S>,
     peer: Peer,
     in_flight: InFlight,

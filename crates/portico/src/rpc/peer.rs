@@ -57,7 +57,6 @@ struct Pending {
 }
 
 pub(crate) struct PeerShared {
-    out: mpsc::Sender<Vec<u8>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     progress: Mutex<HashMap<ProgressToken, (ProgressSink, RequestId)>>,
     next_id: AtomicI64,
@@ -69,8 +68,12 @@ pub(crate) struct PeerShared {
 }
 
 /// A cheap handle to one connection's sending side.
+///
+/// Siblings made by [`Peer::with_out`] share correlation (pending requests, progress, ids,
+/// closing) but write to another stream: an HTTP request's own response stream.
 #[derive(Clone)]
 pub(crate) struct Peer {
+    out: mpsc::Sender<Vec<u8>>,
     shared: Arc<PeerShared>,
 }
 
@@ -83,8 +86,8 @@ impl std::fmt::Debug for Peer {
 impl Peer {
     pub(crate) fn new(out: mpsc::Sender<Vec<u8>>) -> Self {
         Peer {
+            out,
             shared: Arc::new(PeerShared {
-                out,
                 pending: Mutex::new(HashMap::new()),
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
@@ -93,6 +96,11 @@ impl Peer {
                 close_reason: Mutex::new(None),
             }),
         }
+    }
+
+    /// A sibling that writes to `out` and shares everything else.
+    pub(crate) fn with_out(&self, out: mpsc::Sender<Vec<u8>>) -> Peer {
+        Peer { out, shared: self.shared.clone() }
     }
 
     /// The token cancelled when the connection closes.
@@ -130,12 +138,12 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.shared.out.send(bytes).await.map_err(|_| self.closed_error())
+        self.out.send(bytes).await.map_err(|_| self.closed_error())
     }
 
     /// Queues an encoded message without waiting; drops it when the queue is full.
     pub(crate) fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
-        self.shared.out.try_send(bytes).is_ok()
+        self.out.try_send(bytes).is_ok()
     }
 
     /// Sends a notification.

@@ -91,6 +91,11 @@ impl Session {
         }
     }
 
+    /// The revision negotiated by `initialize`, if it happened.
+    pub(crate) fn negotiated_version(&self) -> Option<ProtocolVersion> {
+        self.handshake.get().map(|h| h.version)
+    }
+
     pub(crate) fn attach(&self, peer: Peer) {
         let _ = self.peer.set(peer);
     }
@@ -128,7 +133,9 @@ impl Session {
             return Err(ErrorObject::invalid_request("the connection is already initialized"));
         }
         debug!(%version, "initialized");
-        self.start_forwarding(peer.clone());
+        // Server-initiated messages go to the connection's own stream (over HTTP, the GET
+        // stream), not to the stream of the initialize request.
+        self.start_forwarding(self.peer.get().cloned().unwrap_or_else(|| peer.clone()));
         let inner = &self.server.inner;
         let mut r = InitializeResult::new(version.as_str(), self.server.capabilities(), inner.info.clone());
         r.instructions = inner.instructions.clone();

@@ -12,6 +12,8 @@ use bytes::Bytes;
 
 #[cfg(feature = "child-process")]
 pub mod child;
+#[cfg(feature = "http-server")]
+pub mod http;
 pub mod memory;
 #[cfg(feature = "stdio")]
 pub mod stdio;

@@ -1,0 +1,4 @@
+//! HTTP transports: Streamable HTTP (both eras) and the legacy HTTP+SSE transport.
+
+#[cfg(feature = "http-server")]
+pub mod server;
