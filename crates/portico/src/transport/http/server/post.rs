@@ -340,7 +340,11 @@ impl Run {
         let first = if self.allow_sse {
             tokio::select! {
                 biased;
-                m = rx.recv() => First::Message(m),
+                m = rx.recv() => match m {
+                    Some(m) => First::Message(Some(m)),
+                    // The request's sender is gone: its result is on the way.
+                    None => First::Final((&mut fin_rx).await.ok().flatten()),
+                },
                 f = &mut fin_rx => First::Final(f.ok().flatten()),
             }
         } else {
