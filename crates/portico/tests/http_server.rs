@@ -399,3 +399,56 @@ async fn a_stalled_sse_reader_cannot_grow_server_memory() {
     assert!(grown_mib < 30, "server memory grew by {grown_mib} MiB for a reader that never reads");
     drop(stalled);
 }
+
+#[tokio::test]
+async fn legacy_http_sse_transport() {
+    let srv = start(|h| h).await;
+    let base = srv.url.trim_end_matches("/mcp").to_owned();
+    let mut sse = srv.http.get(format!("{base}/sse")).header("accept", "text/event-stream").send().await.expect("get");
+    assert_eq!(sse.status(), 200);
+    let mut text = String::new();
+    let mut read_until = async |text: &mut String, needle: &str| {
+        while !text.contains(needle) {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), sse.chunk())
+                .await
+                .expect("in time")
+                .expect("chunk")
+                .expect("open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    read_until(&mut text, "event: endpoint").await;
+    read_until(&mut text, "\n\n").await;
+    let endpoint = text.lines().find_map(|l| l.strip_prefix("data: ")).expect("endpoint data").to_owned();
+    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+    assert_eq!(srv.endpoint.session_count(), 1);
+    let post = |body: Value| {
+        srv.http
+            .post(format!("{base}{endpoint}"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let r = post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}})).await.expect("post");
+    assert_eq!(r.status(), 202);
+    read_until(&mut text, "\"protocolVersion\":\"2024-11-05\"").await;
+    post(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await.expect("post");
+    let r = post(
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over sse"}}}),
+    )
+    .await
+    .expect("post");
+    assert_eq!(r.status(), 202);
+    read_until(&mut text, "over sse").await;
+    let r = srv
+        .http
+        .post(format!("{base}/messages?sessionId=nope"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 404);
+    drop(sse);
+    assert!(eventually(|| srv.endpoint.session_count() == 0).await, "the session ends with its stream");
+}

@@ -22,6 +22,7 @@
 //!   403 otherwise), bodies are limited (413), sessions are capped and reaped when idle.
 
 mod headers;
+mod legacy;
 mod post;
 mod security;
 mod sessions;
@@ -68,6 +69,14 @@ struct Config {
     keep_alive: Duration,
     retry_ms: Option<u64>,
     stream_buffer: usize,
+    legacy: Option<LegacyPaths>,
+}
+
+/// Where the 2024-11-05 HTTP+SSE transport is served.
+#[derive(Clone)]
+struct LegacyPaths {
+    sse_path: String,
+    post_path: String,
 }
 
 pub(crate) struct Shared {
@@ -77,6 +86,7 @@ pub(crate) struct Shared {
     /// The era layer for requests outside any session (2026-07-28).
     stateless: Arc<Session>,
     stateless_peer: Peer,
+    legacy: legacy::LegacySessions,
 }
 
 impl StreamableHttp {
@@ -93,6 +103,7 @@ impl StreamableHttp {
                 keep_alive: Duration::from_secs(15),
                 retry_ms: Some(1000),
                 stream_buffer: 256,
+                legacy: Some(LegacyPaths { sse_path: "/sse".into(), post_path: "/messages".into() }),
             },
             store: Arc::new(MemoryEventStore::default()),
         }
@@ -148,6 +159,20 @@ impl StreamableHttp {
         self
     }
 
+    /// Where the legacy HTTP+SSE transport (2024-11-05) is served beside the endpoint:
+    /// `GET sse_path` opens a session, messages are POSTed to `post_path` (default `/sse` and
+    /// `/messages`). Mounted by [`HttpEndpoint::router`] and [`serve`](Self::serve).
+    pub fn legacy_sse(mut self, sse_path: impl Into<String>, post_path: impl Into<String>) -> Self {
+        self.config.legacy = Some(LegacyPaths { sse_path: sse_path.into(), post_path: post_path.into() });
+        self
+    }
+
+    /// Does not serve the legacy HTTP+SSE transport.
+    pub fn without_legacy_sse(mut self) -> Self {
+        self.config.legacy = None;
+        self
+    }
+
     /// Where resumable streams are logged (default: [`MemoryEventStore`]).
     pub fn event_store(mut self, store: impl EventStore) -> Self {
         self.store = Arc::new(store);
@@ -173,6 +198,7 @@ impl StreamableHttp {
             config: self.config,
             stateless,
             stateless_peer,
+            legacy: legacy::LegacySessions::default(),
         });
         spawn_reaper(Arc::downgrade(&shared));
         shared
@@ -203,9 +229,16 @@ pub struct HttpEndpoint {
 }
 
 impl HttpEndpoint {
-    /// An axum router serving the endpoint at `path`.
+    /// An axum router serving the endpoint at `path`, and the legacy HTTP+SSE paths when
+    /// enabled.
     pub fn router(&self, path: &str) -> axum::Router {
-        axum::Router::new().route(path, axum::routing::any(endpoint)).with_state(self.shared.clone())
+        let mut r = axum::Router::new().route(path, axum::routing::any(endpoint));
+        if let Some(l) = &self.shared.config.legacy {
+            r = r
+                .route(&l.sse_path, axum::routing::get(legacy::open))
+                .route(&l.post_path, axum::routing::post(legacy::message));
+        }
+        r.with_state(self.shared.clone())
     }
 
     /// The endpoint as a service answering every path, for `Router::route_service`.
@@ -213,9 +246,9 @@ impl HttpEndpoint {
         axum::Router::new().fallback(endpoint).with_state(self.shared.clone())
     }
 
-    /// Live handshake-era sessions.
+    /// Live handshake-era sessions (Streamable HTTP and legacy HTTP+SSE).
     pub fn session_count(&self) -> usize {
-        self.shared.sessions.len()
+        self.shared.sessions.len() + self.shared.legacy.len()
     }
 
     /// Serves on `listener` at `/mcp` until `shutdown` completes, then finishes the requests

@@ -14,6 +14,8 @@ pub(crate) enum SseItem {
     Message { id: Option<String>, data: Bytes },
     /// The priming event: an id and empty data, and the reconnection delay.
     Prime { id: String, retry_ms: Option<u64> },
+    /// The legacy (2024-11-05) `endpoint` event: where to POST messages.
+    Endpoint(String),
     /// The stream is complete.
     End,
 }
@@ -40,6 +42,11 @@ pub(crate) fn encode(item: &SseItem) -> Bytes {
                 b.put_slice(format!("retry: {ms}\n").as_bytes());
             }
             b.put_slice(b"data: \n\n");
+        }
+        SseItem::Endpoint(url) => {
+            b.put_slice(b"event: endpoint\ndata: ");
+            b.put_slice(url.as_bytes());
+            b.put_slice(b"\n\n");
         }
         SseItem::End => {}
     }
