@@ -60,6 +60,11 @@ impl Wire {
         self.frames().into_iter().filter(|(d, _)| *d == Frame::Sent).map(|(_, v)| v).collect()
     }
 
+    /// Records a message by hand (to test the validator itself).
+    pub fn record(&self, direction: Frame, message: Value) {
+        self.0.lock().expect("wire lock").push((direction, message));
+    }
+
     fn push(&self, direction: Frame, frame: &[u8]) {
         let value = serde_json::from_slice(frame)
             .unwrap_or_else(|e| panic!("a {direction:?} frame is not JSON ({e}): {}", String::from_utf8_lossy(frame)));
