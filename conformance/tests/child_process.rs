@@ -497,6 +497,8 @@ async fn exercise(mode: EraMode, want: ProtocolVersion) {
     assert!(status.success(), "{ctx}: the server exits 0 at end of input, got {status:?}");
     let checked = support::validate_sent(&wire, version.as_str());
     assert!(checked > 20, "{ctx}: only {checked} client messages had a specific schema type");
+    let checked = support::validate(&wire, version.as_str(), support::Frame::Received);
+    assert!(checked > 30, "{ctx}: only {checked} server messages had a specific schema type");
 }
 
 #[tokio::test]

@@ -341,3 +341,52 @@ async fn end_of_input_while_a_tool_waits_for_the_client() {
     let status = status.expect("the server exits once its input has ended").expect("wait");
     assert!(status.success(), "exit status {status:?}");
 }
+
+/// Requests written right after `initialize`, without waiting for its answer, belong to the
+/// session it opens. (Clients SHOULD NOT do this, but a server that reads them should not
+/// answer them by chance: today each is a race between the handlers.)
+#[tokio::test]
+#[ignore = "portico bug: initialize is handled concurrently with the requests read after it, so requests \
+            pipelined behind it are answered -32602 (no _meta, not initialized) or succeed, by chance"]
+async fn requests_pipelined_behind_initialize_belong_to_its_session() {
+    let mut s = Raw::spawn();
+    // One write, so the server reads them all at once, as from a fast client.
+    let mut burst = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+    .to_string();
+    burst.push_str("\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    for id in 1..=5 {
+        burst.push_str(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/list\"}}\n"));
+    }
+    let stdin = s.stdin();
+    bounded("write", async {
+        stdin.write_all(burst.as_bytes()).await.expect("write");
+        stdin.flush().await.expect("flush");
+    })
+    .await;
+    let (status, lines) = s.finish().await;
+    assert!(status.success(), "exit status {status:?}");
+    let errors: Vec<&Value> = lines.iter().filter(|l| l.get("error").is_some()).collect();
+    assert!(errors.is_empty(), "every pipelined request is answered in the session: {errors:#?}");
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+}
+
+/// `--port` names the HTTP transport, which does not exist yet: a clear error and exit code 2,
+/// nothing on stdout. No transport at all is a usage error (also 2).
+#[tokio::test]
+async fn http_is_refused_with_exit_code_2() {
+    let out = bounded("--port", Command::new(SERVER).args(["--port", "8080"]).stdin(Stdio::null()).output())
+        .await
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--port 8080") && stderr.contains("not implemented") && stderr.contains("--stdio"),
+        "{stderr}"
+    );
+
+    let out = bounded("no arguments", Command::new(SERVER).stdin(Stdio::null()).output()).await.expect("run");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+}

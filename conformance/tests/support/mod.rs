@@ -153,6 +153,12 @@ fn pascal(method: &str) -> Option<&'static str> {
         "notifications/cancelled" => "CancelledNotification",
         "notifications/progress" => "ProgressNotification",
         "notifications/roots/list_changed" => "RootsListChangedNotification",
+        "notifications/message" => "LoggingMessageNotification",
+        "notifications/tools/list_changed" => "ToolListChangedNotification",
+        "notifications/prompts/list_changed" => "PromptListChangedNotification",
+        "notifications/resources/list_changed" => "ResourceListChangedNotification",
+        "notifications/resources/updated" => "ResourceUpdatedNotification",
+        "notifications/subscriptions/acknowledged" => "SubscriptionsAcknowledgedNotification",
         _ => return None,
     })
 }
@@ -166,14 +172,21 @@ fn result_def(method: &str) -> Option<String> {
 }
 
 /// Validates every message the tap's owner sent against the official schema of `version`
-/// (`testdata/spec/schema/<version>/schema.json`): each as a `JSONRPCMessage`, and requests,
-/// notifications, results and errors as their specific type where the revision has it.
-/// Returns how many messages were checked against a specific type.
+/// (`testdata/spec/schema/<version>/schema.json`). See [`validate`].
 pub fn validate_sent(wire: &Wire, version: &str) -> usize {
+    validate(wire, version, Frame::Sent)
+}
+
+/// Validates every message that went in `direction` against the official schema of `version`:
+/// each as a `JSONRPCMessage`, and requests, notifications, results and errors as their specific
+/// type where the revision has it (results are typed by the request they answer). Returns how
+/// many messages were checked against a specific type.
+pub fn validate(wire: &Wire, version: &str, direction: Frame) -> usize {
     let path = workspace_root().join(format!("testdata/spec/schema/{version}/schema.json"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
     let defs_key = if schema.get("$defs").is_some() { "$defs" } else { "definitions" };
+    let who = if direction == Frame::Sent { "the tap's owner" } else { "the peer" };
     let mut validators: HashMap<String, jsonschema::Validator> = HashMap::new();
     let mut check = |def: &str, instance: &Value| -> bool {
         if schema[defs_key].get(def).is_none() {
@@ -186,14 +199,14 @@ pub fn validate_sent(wire: &Wire, version: &str) -> usize {
         });
         let errors: Vec<String> =
             validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
-        assert!(errors.is_empty(), "the client sent an invalid {def} for {version}:\n{instance}\n{errors:#?}");
+        assert!(errors.is_empty(), "{who} sent an invalid {def} for {version}:\n{instance}\n{errors:#?}");
         true
     };
-    // Which method each request id of the other side was for, to type the client's results.
+    // Which method each request id of the other side was for, to type the results.
     let mut asked: HashMap<String, String> = HashMap::new();
     let mut specific = 0;
-    for (direction, msg) in wire.frames() {
-        if direction == Frame::Received {
+    for (d, msg) in wire.frames() {
+        if d != direction {
             if let (Some(id), Some(m)) = (msg.get("id"), msg.get("method").and_then(Value::as_str)) {
                 asked.insert(id.to_string(), m.to_owned());
             }
@@ -205,7 +218,12 @@ pub fn validate_sent(wire: &Wire, version: &str) -> usize {
             pascal(method).map(|p| if is_request { format!("{p}Request") } else { p.to_owned() })
         } else if let Some(result) = msg.get("result") {
             let method = msg.get("id").and_then(|id| asked.get(&id.to_string()));
-            if let Some(def) = method.and_then(|m| result_def(m))
+            let def = if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+                Some("InputRequiredResult".to_owned())
+            } else {
+                method.and_then(|m| result_def(m))
+            };
+            if let Some(def) = def
                 && check(&def, result)
             {
                 specific += 1;
