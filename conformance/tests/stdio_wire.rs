@@ -327,9 +327,6 @@ async fn end_of_input_answers_what_was_read_then_exits_0() {
 /// A tool waits for the client's answer to `sampling/createMessage` when stdin ends: the
 /// answer can never come, so the server should give up on it and exit.
 #[tokio::test]
-#[ignore = "portico bug: after end of input the rpc dispatcher waits for in-flight handlers before closing \
-            the peer, so a handler awaiting the client's answer keeps the server alive until the 600 s \
-            input-request timeout"]
 async fn end_of_input_while_a_tool_waits_for_the_client() {
     let mut s = Raw::spawn();
     s.initialize(json!({"sampling": {}})).await;
@@ -346,8 +343,6 @@ async fn end_of_input_while_a_tool_waits_for_the_client() {
 /// session it opens. (Clients SHOULD NOT do this, but a server that reads them should not
 /// answer them by chance: today each is a race between the handlers.)
 #[tokio::test]
-#[ignore = "portico bug: initialize is handled concurrently with the requests read after it, so requests \
-            pipelined behind it are answered -32602 (no _meta, not initialized) or succeed, by chance"]
 async fn requests_pipelined_behind_initialize_belong_to_its_session() {
     let mut s = Raw::spawn();
     // One write, so the server reads them all at once, as from a fast client.

@@ -22,14 +22,14 @@ async fn main() -> std::io::Result<()> {
         "required": ["a", "b"]
     }));
     let server = Server::builder(Implementation::new("calculator", "1.0.0"))
-        .tool(Tool::new("add", input).with_description("Adds two integers"), |x: Add| async move {
-            (x.a + x.b).to_string()
-        })
+        .tool(
+            Tool::new("add", input).with_description("Adds two integers"),
+            |x: Add| async move { (x.a + x.b).to_string() },
+        )
         .build();
 
-    let app = axum::Router::new()
-        .route("/health", get(|| async { "ok" }))
-        .merge(StreamableHttp::new(server).router("/mcp"));
+    let app =
+        axum::Router::new().route("/health", get(|| async { "ok" })).merge(StreamableHttp::new(server).router("/mcp"));
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);

@@ -115,7 +115,11 @@ impl ClientBuilder {
     /// when its last handle goes away.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, Error> {
         let service = Arc::new(ClientService::new(self.handler.clone()));
-        let peer = rpc::start(transport, service.clone(), RpcConfig { name: "client", ..RpcConfig::default() });
+        let peer = rpc::start(
+            transport,
+            service.clone(),
+            RpcConfig { name: "client", cancel_on_input_end: true, ..RpcConfig::default() },
+        );
         let mut inner = Inner {
             peer,
             service,

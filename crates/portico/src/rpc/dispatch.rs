@@ -42,6 +42,7 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
         in_flight: Arc::new(Mutex::new(HashMap::new())),
         tasks,
         max_queued: config.max_queued,
+        cancel_on_input_end: config.cancel_on_input_end,
     };
     tokio::spawn(dispatcher.run(in_rx, stop_reading, writer_done).instrument(span));
     peer
@@ -122,6 +123,7 @@ struct Dispatcher<S> {
     in_flight: InFlight,
     tasks: TaskTracker,
     max_queued: usize,
+    cancel_on_input_end: bool,
 }
 
 /// A request admitted but waiting for a free slot.
@@ -167,6 +169,14 @@ impl<S: Service> Dispatcher<S> {
         };
         debug!(reason, "connection reading ended");
         stop_reading.cancel();
+        // Nothing more will arrive: requests waiting for the peer's answer fail now, so
+        // handlers waiting on them (sampling, elicitation) finish instead of hanging.
+        self.peer.input_ended(reason);
+        if self.cancel_on_input_end {
+            for (_, token) in lock(&self.in_flight).drain() {
+                token.cancel();
+            }
+        }
         // Requests already admitted still run and answer, unless the connection was closed.
         if !self.peer.is_closed() {
             while let Some(q) = queue.pop_front() {
@@ -217,6 +227,7 @@ impl<S: Service> Dispatcher<S> {
             }
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
+                self.service.admit(&method);
                 let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),

@@ -65,6 +65,8 @@ pub(crate) struct PeerShared {
     /// Cancelled when the writer has flushed everything and closed the transport.
     pub(crate) finished: CancellationToken,
     close_reason: Mutex<Option<String>>,
+    /// Set when the peer's input ended: no response can arrive any more.
+    input_closed: std::sync::atomic::AtomicBool,
 }
 
 /// A cheap handle to one connection's sending side.
@@ -94,6 +96,7 @@ impl Peer {
                 closed: CancellationToken::new(),
                 finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
+                input_closed: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -183,7 +186,7 @@ impl Peer {
     where
         P: Serialize + ?Sized,
     {
-        if self.is_closed() {
+        if self.is_closed() || self.shared.input_closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
         }
         let id = options.id.clone().unwrap_or_else(|| self.next_id());
@@ -263,6 +266,21 @@ impl Peer {
         }
         sink(params);
         true
+    }
+
+    /// The peer will send nothing more: fail every request waiting for an answer (and refuse
+    /// new ones), while responses to the peer's own requests can still be written.
+    pub(crate) fn input_ended(&self, reason: &str) {
+        {
+            let mut r = lock(&self.shared.close_reason);
+            if r.is_none() {
+                *r = Some(reason.to_owned());
+            }
+        }
+        self.shared.input_closed.store(true, Ordering::SeqCst);
+        let drained: Vec<_> = lock(&self.shared.pending).drain().collect();
+        drop(drained);
+        lock(&self.shared.progress).clear();
     }
 
     /// Marks the connection closed and fails every waiting request.

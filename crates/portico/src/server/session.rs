@@ -46,6 +46,9 @@ struct Handshake {
 pub(crate) struct Session {
     server: Server,
     handshake: OnceLock<Handshake>,
+    /// True from the arrival of `initialize` until it is answered: requests that arrived
+    /// after it wait for it instead of racing it.
+    initializing: tokio::sync::watch::Sender<bool>,
     log_level: Arc<AtomicU8>,
     subscriptions: Arc<Mutex<HashSet<String>>>,
     peer: OnceLock<Peer>,
@@ -84,6 +87,7 @@ impl Session {
         Session {
             server,
             handshake: OnceLock::new(),
+            initializing: tokio::sync::watch::Sender::new(false),
             log_level: Arc::new(AtomicU8::new(LEVEL_UNSET)),
             subscriptions: Arc::new(Mutex::new(HashSet::new())),
             peer: OnceLock::new(),
@@ -104,7 +108,15 @@ impl Session {
         let params = req.params.as_deref();
         let peek: MetaPeek = parse(params)?;
         if &*req.method == methods::INITIALIZE {
-            return self.initialize(params, &peer);
+            let r = self.initialize(params, &peer);
+            self.initializing.send_replace(false);
+            return r;
+        }
+        let modern = peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        if !modern && self.handshake.get().is_none() && *self.initializing.borrow() {
+            // Pipelined behind initialize: belong to the session it is creating.
+            let mut rx = self.initializing.subscribe();
+            let _ = rx.wait_for(|busy| !busy).await;
         }
         let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
             Some(v) => modern_era(v, peek.meta.clone())?,
@@ -562,6 +574,12 @@ fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value
 }
 
 impl Service for Session {
+    fn admit(&self, method: &str) {
+        if method == methods::INITIALIZE && self.handshake.get().is_none() {
+            self.initializing.send_replace(true);
+        }
+    }
+
     fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
         self.handle(request, peer).boxed()
     }
