@@ -554,6 +554,18 @@ impl Client {
         Ok(Subscription { acknowledged, cancel, _task: task })
     }
 
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`; the
+    /// handshake era only — in 2026-07-28 servers ask for roots with each request).
+    ///
+    /// # Errors
+    /// When the connection is closed.
+    pub async fn notify_roots_list_changed(&self) -> Result<(), Error> {
+        if self.inner.version.is_stateless() {
+            return Ok(());
+        }
+        self.inner.peer.notify::<serde_json::Value>(methods::NOTIFICATION_ROOTS_LIST_CHANGED, None).await
+    }
+
     /// Sends any request with JSON params and returns the raw JSON result; `_meta` is filled
     /// for the era.
     ///
