@@ -53,6 +53,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
+use portico_schema::ErrorCode;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -243,7 +244,7 @@ impl Transport for HttpClientTransport {
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(self.read_ahead);
         let ends = Arc::new(Ends::default());
-        let shared = self.build(tx, ends.clone());
+        let shared = self.build(tx.clone(), ends.clone()).map_err(|e| Misconfigured { error: e, inbound: tx });
         (HttpClientReader { rx, ends }, HttpClientWriter { shared, queue: None })
     }
 }
@@ -272,9 +273,15 @@ impl FrameReader for HttpClientReader {
     }
 }
 
+/// A transport that could not be set up: every request is answered with the reason.
+struct Misconfigured {
+    error: String,
+    inbound: mpsc::Sender<Bytes>,
+}
+
 /// The sending half of an [`HttpClientTransport`]: posts every message.
 pub struct HttpClientWriter {
-    shared: Result<Arc<Shared>, String>,
+    shared: Result<Arc<Shared>, Misconfigured>,
     /// Notifications and responses, posted one after the other in order.
     queue: Option<(mpsc::Sender<(Bytes, Outgoing)>, JoinHandle<()>)>,
 }
@@ -286,12 +293,7 @@ impl std::fmt::Debug for HttpClientWriter {
 }
 
 impl HttpClientWriter {
-    fn shared(&self) -> io::Result<&Arc<Shared>> {
-        self.shared.as_ref().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.clone()))
-    }
-
-    async fn enqueue(&mut self, frame: Bytes, what: Outgoing) -> io::Result<()> {
-        let shared = self.shared()?.clone();
+    async fn enqueue(&mut self, shared: Arc<Shared>, frame: Bytes, what: Outgoing) -> io::Result<()> {
         let (tx, _) = self.queue.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel(ORDERED_QUEUE);
             let task = tokio::spawn(session::post_in_order(shared, rx));
@@ -310,7 +312,18 @@ impl FrameWriter for HttpClientWriter {
     /// # Cancel safety
     /// Not cancel safe: a message may be sent or not when the future is dropped.
     async fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
-        let shared = self.shared()?.clone();
+        let shared = match &self.shared {
+            Ok(s) => s.clone(),
+            Err(bad) => {
+                // Answer requests with the reason, so that it reaches the caller.
+                if let Outgoing::Request(req) = frame::classify(frame) {
+                    let msg = format!("{} failed: {}", req.method, bad.error);
+                    let answer = frame::error_response(&req.id, ErrorCode::INVALID_REQUEST, msg, None);
+                    let _ = bad.inbound.send(answer).await;
+                }
+                return Ok(());
+            }
+        };
         let bytes = Bytes::copy_from_slice(frame);
         match frame::classify(frame) {
             Outgoing::Request(req) if !shared.is_legacy() => {
@@ -318,14 +331,13 @@ impl FrameWriter for HttpClientWriter {
                 Ok(())
             }
             Outgoing::Notification { cancels: Some(id), .. } if shared.abort(&id) => Ok(()),
-            other => self.enqueue(bytes, other).await,
+            other => self.enqueue(shared, bytes, other).await,
         }
     }
 
     /// # Cancel safety
     /// Cancel safe: there is nothing to flush; every message is already on its way.
     async fn flush(&mut self) -> io::Result<()> {
-        self.shared()?;
         Ok(())
     }
 
