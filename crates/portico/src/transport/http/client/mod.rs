@@ -273,6 +273,9 @@ impl FrameReader for HttpClientReader {
     }
 }
 
+/// A message posted in order, with what it is.
+type Ordered = (Bytes, Outgoing);
+
 /// A transport that could not be set up: every request is answered with the reason.
 struct Misconfigured {
     error: String,
@@ -283,7 +286,7 @@ struct Misconfigured {
 pub struct HttpClientWriter {
     shared: Result<Arc<Shared>, Misconfigured>,
     /// Notifications and responses, posted one after the other in order.
-    queue: Option<(mpsc::Sender<(Bytes, Outgoing)>, JoinHandle<()>)>,
+    queue: Option<(mpsc::Sender<Ordered>, JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for HttpClientWriter {
