@@ -321,6 +321,35 @@ async fn a_call_without_listing_first_learns_the_headers() {
     client.close().await;
 }
 
+#[tokio::test]
+async fn custom_headers_go_everywhere_and_http_errors_keep_their_json_rpc_error() {
+    let srv = start(|h| h).await;
+    let transport = HttpClientTransport::new(&srv.url).header("x-api-key", "k-123");
+    let client = builder(EraMode::Handshake(ProtocolVersion::V2025_11_25), Handler::default())
+        .connect(transport)
+        .await
+        .expect("connect");
+    client.list_all_tools().await.expect("tools");
+    client.close().await;
+    let seen = srv.seen.lock().expect("seen").clone();
+    for m in ["POST", "GET", "DELETE"] {
+        assert!(seen.iter().any(|(method, _)| method == m), "a {m} was sent");
+    }
+    assert!(seen.iter().all(|(_, h)| h.get("x-api-key").is_some_and(|v| v == "k-123")));
+
+    // A 403 from the Origin check carries a JSON-RPC error without id: it becomes the answer.
+    let transport = HttpClientTransport::new(&srv.url).header("origin", "http://evil.example");
+    let err = builder(EraMode::Stateless, Handler::default()).connect(transport).await.expect_err("refused");
+    let peer = err.peer_error().expect("the server's own error");
+    assert!(peer.message.contains("Origin"), "{err}");
+    // An invalid header is reported when connecting.
+    let err = builder(EraMode::Stateless, Handler::default())
+        .connect(HttpClientTransport::new(&srv.url).header("bad header", "x"))
+        .await
+        .expect_err("invalid header name");
+    assert!(err.to_string().contains("invalid header name"), "{err}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Raw servers that misbehave on purpose.
 

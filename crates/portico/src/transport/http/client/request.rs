@@ -246,7 +246,7 @@ async fn read_stream(shared: &Shared, resp: reqwest::Response, answer: &mut Answ
                     progressed = true;
                     answer.deliver(shared, m).await;
                     if answer.is_answered() {
-                        return;
+                        return finish(shared, events, &mut cursor).await;
                     }
                 }
                 Some(Ok(_)) => {}
@@ -282,6 +282,22 @@ async fn read_stream(shared: &Shared, resp: reqwest::Response, answer: &mut Answ
         }
     }
 }
+
+/// After the answer: reads what is left of the stream for a moment (the server should end
+/// it), so the connection can be reused; messages still arriving are handed up.
+async fn finish(shared: &Shared, mut events: Events, cursor: &mut Cursor) {
+    let rest = async {
+        while let Some(Ok(e)) = events.next(cursor).await {
+            if let Event::Message(m) = e {
+                shared.deliver(m).await;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(AFTER_ANSWER, rest).await;
+}
+
+/// How long a response stream is read after its answer.
+const AFTER_ANSWER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Most `tools/list` pages fetched to learn mirrored headers.
 const MAX_TOOL_PAGES: usize = 100;
