@@ -115,27 +115,36 @@ pub(super) fn open_get_stream(shared: &Arc<Shared>) {
 async fn get_stream(shared: &Arc<Shared>) {
     let mut cursor = Cursor::default();
     let mut failures = 0u32;
+    let mut opened = false;
     loop {
+        let sid = shared.session_id();
         match shared.get(cursor.last_id.as_deref(), true).send().await {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                 drain(r).await;
                 return debug!("the server offers no GET stream");
             }
-            Ok(r) if r.status() == StatusCode::NOT_FOUND && shared.session_id().is_some() => {
+            // A 404 before the stream ever opened may just mean "no GET here": a request's
+            // 404 will tell. After it was open, the session expired.
+            Ok(r) if r.status() == StatusCode::NOT_FOUND && !opened => {
                 drain(r).await;
-                if let Some(sid) = shared.session_id() {
-                    debug!("the GET stream was refused with 404: the session expired");
-                    let shared = shared.clone();
-                    // Renewing reopens this stream: not from inside it.
-                    tokio::spawn(async move {
-                        if let Err(e) = renew(&shared, &sid).await {
-                            warn!(error = %e, "the session expired and a new one could not be opened");
-                        }
-                    });
-                }
+                return debug!("the GET stream was refused with 404; assuming the server offers none");
+            }
+            Ok(r) if r.status() == StatusCode::NOT_FOUND && sid.is_some() => {
+                drain(r).await;
+                debug!("the GET stream was refused with 404: the session expired");
+                let shared = shared.clone();
+                // Renewing reopens this stream: not from inside it.
+                tokio::spawn(async move {
+                    if let Some(sid) = sid
+                        && let Err(e) = renew(&shared, &sid).await
+                    {
+                        warn!(error = %e, "the session expired and a new one could not be opened");
+                    }
+                });
                 return;
             }
             Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                opened = true;
                 if forward_stream(shared, r, &mut cursor).await > 0 {
                     failures = 0;
                 }
