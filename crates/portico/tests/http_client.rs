@@ -268,6 +268,24 @@ async fn cancelling_a_stateless_call_closes_its_stream_and_drops_the_handler() {
 }
 
 #[tokio::test]
+async fn stateless_listen_streams_list_changes_until_dropped() {
+    let srv = start(|h| h).await;
+    let recorder = Arc::new(Recorder::default());
+    let (client, _) = connect(&srv.url, EraMode::Stateless, Handler(recorder.clone())).await;
+    let sub = client.listen(SubscriptionFilter::new().with_tools_list_changed()).await.expect("listen");
+    assert!(sub.acknowledged().tools_list_changed.unwrap_or(false));
+    srv.server.add_tool(Tool::new("late", JsonObject::new()), |_: Empty| async move { "late" });
+    assert!(
+        eventually_for(Duration::from_secs(10), || recorder.tools_changed.load(Ordering::SeqCst) > 0).await,
+        "the change arrived on the listen stream"
+    );
+    drop(sub);
+    // Dropping the subscription closes its stream; the connection goes on.
+    assert_eq!(text(&client.call_tool("echo", json!({"text": "still"})).await.expect("echo")), "still");
+    client.close().await;
+}
+
+#[tokio::test]
 async fn mirrored_param_headers_in_the_stateless_era() {
     let srv = start(|h| h).await;
     let (client, _) = connect(&srv.url, EraMode::Stateless, Handler::default()).await;
