@@ -268,6 +268,26 @@ async fn cancelling_a_stateless_call_closes_its_stream_and_drops_the_handler() {
 }
 
 #[tokio::test]
+async fn cancelling_a_handshake_call_posts_notifications_cancelled() {
+    let srv = start(|h| h).await;
+    let (client, _) = connect(&srv.url, EraMode::Handshake(ProtocolVersion::V2025_11_25), Handler::default()).await;
+    let token = CancellationToken::new();
+    let c = client.clone();
+    let options = CallOptions::new().with_cancel(token.clone());
+    let call = tokio::spawn(async move { c.call_tool_with("sleep", json!({"ms": 60_000}), options).await });
+    assert!(eventually(|| srv.probes.sleeping.load(Ordering::SeqCst) == 1).await, "the handler started");
+    token.cancel();
+    let outcome = tokio::time::timeout(Duration::from_secs(10), call).await.expect("in time").expect("task");
+    assert!(outcome.expect_err("cancelled").is_cancelled());
+    assert!(
+        eventually_for(Duration::from_secs(10), || srv.probes.cancelled.load(Ordering::SeqCst) == 1).await,
+        "notifications/cancelled stopped the handler"
+    );
+    assert_eq!(text(&client.call_tool("echo", json!({"text": "after"})).await.expect("echo")), "after");
+    client.close().await;
+}
+
+#[tokio::test]
 async fn stateless_listen_streams_list_changes_until_dropped() {
     let srv = start(|h| h).await;
     let recorder = Arc::new(Recorder::default());
