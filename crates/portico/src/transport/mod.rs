@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 #[cfg(feature = "child-process")]
 pub mod child;
-#[cfg(feature = "http-server")]
+#[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
 pub mod memory;
 #[cfg(feature = "stdio")]
