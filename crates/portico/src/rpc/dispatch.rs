@@ -108,7 +108,7 @@ async fn write_loop<W: FrameWriter>(
     .await;
     if let Err(e) = &result {
         debug!(error = %e, "write failed; closing the connection");
-        peer.close("the transport failed while writing");
+        peer.close(&format!("the transport failed while writing: {e}"));
     }
     let _ = writer.close().await;
     peer.close("the connection was closed");

@@ -17,7 +17,9 @@ use portico_schema::{ErrorObject, RequestId};
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use dispatch::{InFlight, Queued, route_notification, run_request, start};
+pub(crate) use dispatch::start;
+#[cfg(feature = "http-server")]
+pub(crate) use dispatch::{InFlight, Queued, route_notification, run_request};
 pub(crate) use envelope::ResultBytes;
 pub(crate) use peer::{Peer, ProgressSink, RequestOptions, lock, read_lock, write_lock};
 

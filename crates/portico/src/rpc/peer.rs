@@ -102,6 +102,7 @@ impl Peer {
     }
 
     /// A sibling that writes to `out` and shares everything else.
+    #[cfg(feature = "http-server")]
     pub(crate) fn with_out(&self, out: mpsc::Sender<Vec<u8>>) -> Peer {
         Peer { out, shared: self.shared.clone() }
     }

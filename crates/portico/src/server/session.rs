@@ -96,6 +96,7 @@ impl Session {
     }
 
     /// The revision negotiated by `initialize`, if it happened.
+    #[cfg(feature = "http-server")]
     pub(crate) fn negotiated_version(&self) -> Option<ProtocolVersion> {
         self.handshake.get().map(|h| h.version)
     }
