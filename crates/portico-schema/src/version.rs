@@ -90,6 +90,16 @@ impl ProtocolVersion {
         !matches!(self, ProtocolVersion::V2024_11_05 | ProtocolVersion::V2025_03_26)
     }
 
+    /// True when `elicitation/create` exists (2025-06-18 and later).
+    pub const fn has_elicitation(self) -> bool {
+        !matches!(self, ProtocolVersion::V2024_11_05 | ProtocolVersion::V2025_03_26)
+    }
+
+    /// True when URL-mode elicitation and tools in sampling exist (2025-11-25 and later).
+    pub const fn has_url_elicitation_and_sampling_tools(self) -> bool {
+        matches!(self, ProtocolVersion::V2025_11_25 | ProtocolVersion::V2026_07_28)
+    }
+
     /// The version a handshake-era server answers to `initialize` with `requested`:
     /// the same version when supported, otherwise the latest handshake revision.
     pub fn negotiate_handshake(requested: &str) -> ProtocolVersion {

@@ -79,6 +79,9 @@
 //! | `client` | yes | [`client`] |
 //! | `stdio` | yes | [`transport::stdio`]: newline-delimited JSON over stdin/stdout or any byte stream |
 //! | `child-process` | no | `transport::child`: spawn a server and talk to it over its stdio |
+//! | `http-server` | no | `transport::http::server`: Streamable HTTP (both eras) and legacy HTTP+SSE, as an axum router or `serve(addr)` |
+//! | `http-client` | no | `transport::http::client`: Streamable HTTP client (both eras), resumption, legacy HTTP+SSE fallback |
+//! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
 #![deny(missing_docs)]
 
 pub use portico_schema as schema;

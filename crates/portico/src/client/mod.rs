@@ -115,7 +115,11 @@ impl ClientBuilder {
     /// when its last handle goes away.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, Error> {
         let service = Arc::new(ClientService::new(self.handler.clone()));
-        let peer = rpc::start(transport, service.clone(), RpcConfig { name: "client", ..RpcConfig::default() });
+        let peer = rpc::start(
+            transport,
+            service.clone(),
+            RpcConfig { name: "client", cancel_on_input_end: true, ..RpcConfig::default() },
+        );
         let mut inner = Inner {
             peer,
             service,
@@ -548,6 +552,18 @@ impl Client {
             .map_err(|_| Error::new(ErrorKind::Timeout, "subscriptions/listen was not acknowledged"))?
             .map_err(|_| Error::closed("the connection closed before the subscription was acknowledged"))?;
         Ok(Subscription { acknowledged, cancel, _task: task })
+    }
+
+    /// Tells the server the client's roots changed (`notifications/roots/list_changed`; the
+    /// handshake era only — in 2026-07-28 servers ask for roots with each request).
+    ///
+    /// # Errors
+    /// When the connection is closed.
+    pub async fn notify_roots_list_changed(&self) -> Result<(), Error> {
+        if self.inner.version.is_stateless() {
+            return Ok(());
+        }
+        self.inner.peer.notify::<serde_json::Value>(methods::NOTIFICATION_ROOTS_LIST_CHANGED, None).await
     }
 
     /// Sends any request with JSON params and returns the raw JSON result; `_meta` is filled

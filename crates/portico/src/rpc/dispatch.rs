@@ -18,7 +18,7 @@ use super::{IncomingRequest, Peer, RpcConfig, Service};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
 /// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
-type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 
 /// Starts the tasks of one connection and returns its sending handle.
 ///
@@ -42,6 +42,7 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
         in_flight: Arc::new(Mutex::new(HashMap::new())),
         tasks,
         max_queued: config.max_queued,
+        cancel_on_input_end: config.cancel_on_input_end,
     };
     tokio::spawn(dispatcher.run(in_rx, stop_reading, writer_done).instrument(span));
     peer
@@ -107,7 +108,7 @@ async fn write_loop<W: FrameWriter>(
     .await;
     if let Err(e) = &result {
         debug!(error = %e, "write failed; closing the connection");
-        peer.close("the transport failed while writing");
+        peer.close(&format!("the transport failed while writing: {e}"));
     }
     let _ = writer.close().await;
     peer.close("the connection was closed");
@@ -122,13 +123,14 @@ struct Dispatcher<S> {
     in_flight: InFlight,
     tasks: TaskTracker,
     max_queued: usize,
+    cancel_on_input_end: bool,
 }
 
 /// A request admitted but waiting for a free slot.
-struct Queued {
-    id: RequestId,
-    method: Box<str>,
-    params: Option<Box<RawValue>>,
+pub(crate) struct Queued {
+    pub id: RequestId,
+    pub method: Box<str>,
+    pub params: Option<Box<RawValue>>,
 }
 
 impl<S: Service> Dispatcher<S> {
@@ -167,6 +169,14 @@ impl<S: Service> Dispatcher<S> {
         };
         debug!(reason, "connection reading ended");
         stop_reading.cancel();
+        // Nothing more will arrive: requests waiting for the peer's answer fail now, so
+        // handlers waiting on them (sampling, elicitation) finish instead of hanging.
+        self.peer.input_ended(reason);
+        if self.cancel_on_input_end {
+            for (_, token) in lock(&self.in_flight).drain() {
+                token.cancel();
+            }
+        }
         // Requests already admitted still run and answer, unless the connection was closed.
         if !self.peer.is_closed() {
             while let Some(q) = queue.pop_front() {
@@ -217,6 +227,7 @@ impl<S: Service> Dispatcher<S> {
             }
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
+                self.service.admit(&method);
                 let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),
@@ -234,33 +245,7 @@ impl<S: Service> Dispatcher<S> {
     }
 
     fn on_notification(&self, method: &str, params: Option<&RawValue>) {
-        match method {
-            methods::NOTIFICATION_CANCELLED => {
-                let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok())
-                else {
-                    debug!("malformed notifications/cancelled ignored");
-                    return;
-                };
-                if let Some(id) = &p.request_id
-                    && let Some(token) = lock(&self.in_flight).remove(id)
-                {
-                    debug!(%id, "request cancelled by the peer");
-                    token.cancel();
-                }
-                self.service.notify(method, params, &self.peer);
-            }
-            methods::NOTIFICATION_PROGRESS => {
-                match params.and_then(|p| serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()) {
-                    Some(p) => {
-                        if !self.peer.progress(p) {
-                            debug!("progress for an unknown token ignored");
-                        }
-                    }
-                    None => debug!("malformed notifications/progress ignored"),
-                }
-            }
-            _ => self.service.notify(method, params, &self.peer),
-        }
+        route_notification(&*self.service, &self.peer, &self.in_flight, method, params);
     }
 
     fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
@@ -315,8 +300,45 @@ impl<S: Service> Dispatcher<S> {
     }
 }
 
+/// Handles an incoming notification: cancellation and progress are the engine's, the rest
+/// goes to the service.
+pub(crate) fn route_notification<S: Service + ?Sized>(
+    service: &S,
+    peer: &Peer,
+    in_flight: &InFlight,
+    method: &str,
+    params: Option<&RawValue>,
+) {
+    match method {
+        methods::NOTIFICATION_CANCELLED => {
+            let Some(p) = params.and_then(|p| serde_json::from_str::<CancelledNotificationParams>(p.get()).ok()) else {
+                debug!("malformed notifications/cancelled ignored");
+                return;
+            };
+            if let Some(id) = &p.request_id
+                && let Some(token) = lock(in_flight).remove(id)
+            {
+                debug!(%id, "request cancelled by the peer");
+                token.cancel();
+            }
+            service.notify(method, params, peer);
+        }
+        methods::NOTIFICATION_PROGRESS => {
+            match params.and_then(|p| serde_json::from_str::<ProgressNotificationParams>(p.get()).ok()) {
+                Some(p) => {
+                    if !peer.progress(p) {
+                        debug!("progress for an unknown token ignored");
+                    }
+                }
+                None => debug!("malformed notifications/progress ignored"),
+            }
+        }
+        _ => service.notify(method, params, peer),
+    }
+}
+
 /// Runs one request to its encoded response; `None` when it was cancelled (no response).
-async fn run_request<S: Service>(
+pub(crate) async fn run_request<S: Service>(
     service: Arc<S>,
     peer: Peer,
     in_flight: InFlight,

@@ -18,6 +18,8 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use dispatch::start;
+#[cfg(feature = "http-server")]
+pub(crate) use dispatch::{InFlight, Queued, route_notification, run_request};
 pub(crate) use envelope::ResultBytes;
 pub(crate) use peer::{Peer, ProgressSink, RequestOptions, lock, read_lock, write_lock};
 
@@ -34,11 +36,22 @@ pub(crate) struct RpcConfig {
     pub read_ahead: usize,
     /// Name for logs.
     pub name: &'static str,
+    /// When the peer's input ends, cancel the requests of the peer still running (a client
+    /// whose server is gone), instead of finishing them (a stdio server whose client closed
+    /// stdin but still reads stdout).
+    pub cancel_on_input_end: bool,
 }
 
 impl Default for RpcConfig {
     fn default() -> Self {
-        RpcConfig { max_in_flight: 256, max_queued: 1024, outgoing_capacity: 1024, read_ahead: 256, name: "mcp" }
+        RpcConfig {
+            max_in_flight: 256,
+            max_queued: 1024,
+            outgoing_capacity: 1024,
+            read_ahead: 256,
+            name: "mcp",
+            cancel_on_input_end: false,
+        }
     }
 }
 
@@ -59,6 +72,11 @@ pub(crate) type Reply = Result<ResultBytes, ErrorObject>;
 pub(crate) trait Service: Send + Sync + 'static {
     /// Handles one request. The future is dropped if the request is cancelled.
     fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply>;
+    /// Called for each incoming request in arrival order, before it is scheduled (requests
+    /// then run concurrently). Must not block.
+    fn admit(&self, method: &str) {
+        let _ = method;
+    }
     /// Handles a notification other than `notifications/cancelled` and `notifications/progress`
     /// (which the engine routes itself). Must not block.
     fn notify(&self, method: &str, params: Option<&RawValue>, peer: &Peer);

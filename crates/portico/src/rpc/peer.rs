@@ -57,7 +57,6 @@ struct Pending {
 }
 
 pub(crate) struct PeerShared {
-    out: mpsc::Sender<Vec<u8>>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     progress: Mutex<HashMap<ProgressToken, (ProgressSink, RequestId)>>,
     next_id: AtomicI64,
@@ -66,11 +65,17 @@ pub(crate) struct PeerShared {
     /// Cancelled when the writer has flushed everything and closed the transport.
     pub(crate) finished: CancellationToken,
     close_reason: Mutex<Option<String>>,
+    /// Set when the peer's input ended: no response can arrive any more.
+    input_closed: std::sync::atomic::AtomicBool,
 }
 
 /// A cheap handle to one connection's sending side.
+///
+/// Siblings made by [`Peer::with_out`] share correlation (pending requests, progress, ids,
+/// closing) but write to another stream: an HTTP request's own response stream.
 #[derive(Clone)]
 pub(crate) struct Peer {
+    out: mpsc::Sender<Vec<u8>>,
     shared: Arc<PeerShared>,
 }
 
@@ -83,16 +88,23 @@ impl std::fmt::Debug for Peer {
 impl Peer {
     pub(crate) fn new(out: mpsc::Sender<Vec<u8>>) -> Self {
         Peer {
+            out,
             shared: Arc::new(PeerShared {
-                out,
                 pending: Mutex::new(HashMap::new()),
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
                 closed: CancellationToken::new(),
                 finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
+                input_closed: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// A sibling that writes to `out` and shares everything else.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn with_out(&self, out: mpsc::Sender<Vec<u8>>) -> Peer {
+        Peer { out, shared: self.shared.clone() }
     }
 
     /// The token cancelled when the connection closes.
@@ -130,12 +142,12 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.shared.out.send(bytes).await.map_err(|_| self.closed_error())
+        self.out.send(bytes).await.map_err(|_| self.closed_error())
     }
 
     /// Queues an encoded message without waiting; drops it when the queue is full.
     pub(crate) fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
-        self.shared.out.try_send(bytes).is_ok()
+        self.out.try_send(bytes).is_ok()
     }
 
     /// Sends a notification.
@@ -175,7 +187,7 @@ impl Peer {
     where
         P: Serialize + ?Sized,
     {
-        if self.is_closed() {
+        if self.is_closed() || self.shared.input_closed.load(Ordering::SeqCst) {
             return Err(self.closed_error());
         }
         let id = options.id.clone().unwrap_or_else(|| self.next_id());
@@ -255,6 +267,21 @@ impl Peer {
         }
         sink(params);
         true
+    }
+
+    /// The peer will send nothing more: fail every request waiting for an answer (and refuse
+    /// new ones), while responses to the peer's own requests can still be written.
+    pub(crate) fn input_ended(&self, reason: &str) {
+        {
+            let mut r = lock(&self.shared.close_reason);
+            if r.is_none() {
+                *r = Some(reason.to_owned());
+            }
+        }
+        self.shared.input_closed.store(true, Ordering::SeqCst);
+        let drained: Vec<_> = lock(&self.shared.pending).drain().collect();
+        drop(drained);
+        lock(&self.shared.progress).clear();
     }
 
     /// Marks the connection closed and fails every waiting request.

@@ -224,6 +224,17 @@ impl RequestContext {
 
     async fn ask(&self, ask: Ask) -> Result<Answer, Error> {
         let caps = &self.inner.client_caps;
+        let v = self.inner.version;
+        let exists = match &ask {
+            Ask::Elicit(ElicitRequestParams::Url(_)) => v.has_url_elicitation_and_sampling_tools(),
+            Ask::Elicit(_) => v.has_elicitation(),
+            Ask::Sample(p) if p.tools.is_some() => v.has_url_elicitation_and_sampling_tools(),
+            _ => true,
+        };
+        if !exists {
+            // A client may declare more than its negotiated revision has; never send it.
+            return Err(Error::new(ErrorKind::PeerIncompatible, format!("protocol revision {v} has no such request")));
+        }
         let (supported, required) = match &ask {
             Ask::Elicit(ElicitRequestParams::Url(_)) => {
                 (caps.supports_elicitation_url(), ClientCapabilities::new().with_elicitation(false, true))

@@ -33,7 +33,7 @@ mod handler;
 mod input;
 mod registry;
 pub mod sealed;
-mod session;
+pub(crate) mod session;
 pub mod uri_template;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -46,6 +46,9 @@ struct Handshake {
 pub(crate) struct Session {
     server: Server,
     handshake: OnceLock<Handshake>,
+    /// True from the arrival of `initialize` until it is answered: requests that arrived
+    /// after it wait for it instead of racing it.
+    initializing: tokio::sync::watch::Sender<bool>,
     log_level: Arc<AtomicU8>,
     subscriptions: Arc<Mutex<HashSet<String>>>,
     peer: OnceLock<Peer>,
@@ -84,11 +87,18 @@ impl Session {
         Session {
             server,
             handshake: OnceLock::new(),
+            initializing: tokio::sync::watch::Sender::new(false),
             log_level: Arc::new(AtomicU8::new(LEVEL_UNSET)),
             subscriptions: Arc::new(Mutex::new(HashSet::new())),
             peer: OnceLock::new(),
             forwarding: AtomicBool::new(false),
         }
+    }
+
+    /// The revision negotiated by `initialize`, if it happened.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn negotiated_version(&self) -> Option<ProtocolVersion> {
+        self.handshake.get().map(|h| h.version)
     }
 
     pub(crate) fn attach(&self, peer: Peer) {
@@ -99,7 +109,15 @@ impl Session {
         let params = req.params.as_deref();
         let peek: MetaPeek = parse(params)?;
         if &*req.method == methods::INITIALIZE {
-            return self.initialize(params, &peer);
+            let r = self.initialize(params, &peer);
+            self.initializing.send_replace(false);
+            return r;
+        }
+        let modern = peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        if !modern && self.handshake.get().is_none() && *self.initializing.borrow() {
+            // Pipelined behind initialize: belong to the session it is creating.
+            let mut rx = self.initializing.subscribe();
+            let _ = rx.wait_for(|busy| !busy).await;
         }
         let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
             Some(v) => modern_era(v, peek.meta.clone())?,
@@ -128,7 +146,9 @@ impl Session {
             return Err(ErrorObject::invalid_request("the connection is already initialized"));
         }
         debug!(%version, "initialized");
-        self.start_forwarding(peer.clone());
+        // Server-initiated messages go to the connection's own stream (over HTTP, the GET
+        // stream), not to the stream of the initialize request.
+        self.start_forwarding(self.peer.get().cloned().unwrap_or_else(|| peer.clone()));
         let inner = &self.server.inner;
         let mut r = InitializeResult::new(version.as_str(), self.server.capabilities(), inner.info.clone());
         r.instructions = inner.instructions.clone();
@@ -555,6 +575,12 @@ fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value
 }
 
 impl Service for Session {
+    fn admit(&self, method: &str) {
+        if method == methods::INITIALIZE && self.handshake.get().is_none() {
+            self.initializing.send_replace(true);
+        }
+    }
+
     fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
         self.handle(request, peer).boxed()
     }

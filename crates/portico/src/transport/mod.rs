@@ -12,6 +12,8 @@ use bytes::Bytes;
 
 #[cfg(feature = "child-process")]
 pub mod child;
+#[cfg(any(feature = "http-server", feature = "http-client"))]
+pub mod http;
 pub mod memory;
 #[cfg(feature = "stdio")]
 pub mod stdio;

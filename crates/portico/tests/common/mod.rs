@@ -256,6 +256,18 @@ pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
+/// Waits (in real time) up to `limit` until `f` holds.
+pub async fn eventually_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < end {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f()
+}
+
 /// Validates every recorded message against the official schema of `version`.
 pub fn validate_wire(wire: &Wire, version: ProtocolVersion) {
     let root = format!("{}/../../testdata/spec/schema/{}/schema.json", env!("CARGO_MANIFEST_DIR"), version.as_str());

@@ -1,0 +1,370 @@
+//! The HTTP client transport: Streamable HTTP in both eras, with a fallback to the legacy
+//! HTTP+SSE transport (2024-11-05).
+//!
+//! ```no_run
+//! use portico::client::Client;
+//! use portico::schema::Implementation;
+//! use portico::transport::http::client::HttpClientTransport;
+//!
+//! # async fn run() -> Result<(), portico::Error> {
+//! let transport = HttpClientTransport::new("http://127.0.0.1:8080/mcp").header("x-api-key", "secret");
+//! let client = Client::builder(Implementation::new("my-host", "1.0.0")).connect(transport).await?;
+//! let tools = client.list_all_tools().await?;
+//! client.close().await; // ends the session (DELETE)
+//! # Ok(()) }
+//! ```
+//!
+//! The engine and [`Client`](crate::client::Client) are unchanged: this transport POSTs every
+//! message the client writes, and hands up everything that comes back — JSON bodies, SSE
+//! events of POST responses and of the `GET` stream. Unlike the byte-stream transports it looks
+//! inside the messages it carries, because HTTP needs to know what each one is:
+//!
+//! - **Handshake era** (2025-03-26 … 2025-11-25): the `initialize` response gives the
+//!   `Mcp-Session-Id` and the negotiated version, sent on every later request
+//!   (`MCP-Protocol-Version`); after `notifications/initialized` the `GET` stream of
+//!   server-initiated messages is opened (a 405 means there is none). A request answered 404
+//!   has lost its session: the transport initializes a new one with the same `initialize`
+//!   and retries the request once, unseen by the client. A response stream that breaks is
+//!   resumed with `GET` + `Last-Event-ID`. Closing sends `DELETE`.
+//! - **Stateless era** (2026-07-28): each request mirrors `MCP-Protocol-Version`,
+//!   `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` its tool's `x-mcp-header` annotations ask
+//!   for (learned from the `tools/list` results that pass by; tools with invalid annotations
+//!   are dropped from those results, as the spec requires). Cancelling a request closes its
+//!   response stream instead of posting `notifications/cancelled`.
+//! - **Legacy HTTP+SSE**: when `initialize` is refused with 400, 404 or 405 and no JSON-RPC
+//!   error, the URL is opened as an SSE stream; if its first event is `endpoint`, every message
+//!   is posted there and answers arrive on the stream.
+//!
+//! HTTP failures never leave a call hanging: a request whose HTTP exchange fails is answered
+//! with a JSON-RPC error naming the cause (the HTTP status is in `data.httpStatus`). Request
+//! timeouts are the client's (`ClientBuilder::request_timeout`), not the transport's.
+
+mod frame;
+mod legacy;
+mod mirror;
+mod request;
+mod session;
+mod shared;
+mod sse;
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use portico_schema::ErrorCode;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
+use frame::Outgoing;
+use shared::{Ends, Shared, Status};
+
+/// How many received messages wait for the client before HTTP reading pauses.
+const DEFAULT_READ_AHEAD: usize = 256;
+/// Messages without an answer body (notifications, responses) queued for posting in order.
+const ORDERED_QUEUE: usize = 64;
+/// The longest wait for the last notifications and the `DELETE` when closing.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// How a dead SSE stream (the `GET` stream, or a response stream to resume) is reopened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReconnectPolicy {
+    /// Attempts in a row that bring no message before giving up.
+    pub max_retries: u32,
+    /// The delay before the first attempt, doubled for each further one (at most 30 s); a
+    /// `retry` the server sent takes precedence.
+    pub base_delay: Duration,
+}
+
+impl ReconnectPolicy {
+    /// A policy with `max_retries` attempts, the first after `base_delay`.
+    pub fn new(max_retries: u32, base_delay: Duration) -> Self {
+        ReconnectPolicy { max_retries, base_delay }
+    }
+
+    /// The delay before attempt `n` (1-based) when the server said nothing.
+    pub(crate) fn delay(&self, n: u32) -> Duration {
+        let factor = 2u32.saturating_pow(n.saturating_sub(1).min(16));
+        self.base_delay.saturating_mul(factor).min(Duration::from_secs(30))
+    }
+}
+
+impl Default for ReconnectPolicy {
+    /// 5 attempts, from 1 s.
+    fn default() -> Self {
+        ReconnectPolicy::new(5, Duration::from_secs(1))
+    }
+}
+
+/// A Streamable HTTP connection to one MCP endpoint. Configure it, then give it to
+/// [`ClientBuilder::connect`](crate::client::ClientBuilder::connect).
+#[must_use]
+pub struct HttpClientTransport {
+    url: String,
+    headers: HeaderMap,
+    config_error: Option<String>,
+    http: Option<reqwest::Client>,
+    reconnect: ReconnectPolicy,
+    max_message: usize,
+    read_ahead: usize,
+    status: Arc<Status>,
+}
+
+impl std::fmt::Debug for HttpClientTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClientTransport").field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl HttpClientTransport {
+    /// A transport for the MCP endpoint at `url` (e.g. `http://127.0.0.1:8080/mcp`).
+    ///
+    /// An invalid URL is reported when connecting, like an unreachable server.
+    pub fn new(url: impl Into<String>) -> Self {
+        HttpClientTransport {
+            url: url.into(),
+            headers: HeaderMap::new(),
+            config_error: None,
+            http: None,
+            reconnect: ReconnectPolicy::default(),
+            max_message: DEFAULT_MAX_MESSAGE_SIZE,
+            read_ahead: DEFAULT_READ_AHEAD,
+            status: Arc::new(Status::default()),
+        }
+    }
+
+    /// A header sent on every HTTP request (an API key, a tenant…). Protocol headers
+    /// (`Mcp-Session-Id`, `MCP-Protocol-Version`, …) are the transport's and win over these.
+    /// An invalid name or value is reported when connecting.
+    pub fn header<K, V>(mut self, name: K, value: V) -> Self
+    where
+        K: TryInto<HeaderName>,
+        K::Error: std::fmt::Display,
+        V: TryInto<HeaderValue>,
+        V::Error: std::fmt::Display,
+    {
+        match (name.try_into(), value.try_into()) {
+            (Ok(k), Ok(v)) => {
+                self.headers.append(k, v);
+            }
+            (Err(e), _) => self.config_error = Some(format!("invalid header name: {e}")),
+            (_, Err(e)) => self.config_error = Some(format!("invalid header value: {e}")),
+        }
+        self
+    }
+
+    /// How a dead SSE stream is reopened (default: 5 attempts from 1 s).
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = policy;
+        self
+    }
+
+    /// The largest message accepted from the server (default 16 MiB); a larger answer fails
+    /// its request.
+    pub fn max_message_size(mut self, bytes: usize) -> Self {
+        self.max_message = bytes.max(1);
+        self
+    }
+
+    /// Received messages waiting for the client before reading pauses (default 256).
+    pub fn read_ahead(mut self, messages: usize) -> Self {
+        self.read_ahead = messages.max(1);
+        self
+    }
+
+    /// The HTTP client to use (proxies, TLS roots, timeouts of your own). By default one is
+    /// built with `TCP_NODELAY`; it pools and reuses connections.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// A handle that tells what the transport negotiated, usable after the transport has
+    /// been given to the client.
+    pub fn handle(&self) -> HttpClientHandle {
+        HttpClientHandle { status: self.status.clone() }
+    }
+
+    fn build(self, inbound: mpsc::Sender<Bytes>, ends: Arc<Ends>) -> Result<Arc<Shared>, String> {
+        if let Some(e) = self.config_error {
+            return Err(e);
+        }
+        let url =
+            reqwest::Url::parse(&self.url).map_err(|e| format!("invalid MCP endpoint URL {:?}: {e}", self.url))?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(format!("the MCP endpoint URL must be http or https, not {:?}", url.scheme()));
+        }
+        let http = match self.http {
+            Some(h) => h,
+            None => reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
+        };
+        Ok(Arc::new(Shared::new(http, url, self.headers, self.reconnect, self.max_message, inbound, ends, self.status)))
+    }
+}
+
+/// What an [`HttpClientTransport`] negotiated; see [`HttpClientTransport::handle`].
+#[derive(Debug, Clone)]
+pub struct HttpClientHandle {
+    status: Arc<Status>,
+}
+
+impl HttpClientHandle {
+    /// The current `Mcp-Session-Id` (handshake era), if the server gave one.
+    pub fn session_id(&self) -> Option<String> {
+        self.status.get().session_id
+    }
+
+    /// The handshake-era protocol version the server chose in `initialize`.
+    pub fn protocol_version(&self) -> Option<String> {
+        self.status.get().version
+    }
+
+    /// True when the server only spoke the legacy HTTP+SSE transport (2024-11-05) and the
+    /// connection fell back to it.
+    pub fn is_legacy_sse(&self) -> bool {
+        self.status.get().legacy.is_some()
+    }
+
+    /// How many times an expired session was replaced by a new one.
+    pub fn reinitializations(&self) -> u64 {
+        self.status.get().reinitializations
+    }
+}
+
+impl Transport for HttpClientTransport {
+    type Reader = HttpClientReader;
+    type Writer = HttpClientWriter;
+
+    fn split(self) -> (HttpClientReader, HttpClientWriter) {
+        let (tx, rx) = mpsc::channel(self.read_ahead);
+        let ends = Arc::new(Ends::default());
+        let shared = self.build(tx.clone(), ends.clone()).map_err(|e| Misconfigured { error: e, inbound: tx });
+        (HttpClientReader { rx, ends }, HttpClientWriter { shared, queue: None })
+    }
+}
+
+/// The receiving half of an [`HttpClientTransport`]: every message the server sent, in the
+/// order it arrived on each HTTP response.
+#[derive(Debug)]
+pub struct HttpClientReader {
+    rx: mpsc::Receiver<Bytes>,
+    ends: Arc<Ends>,
+}
+
+impl FrameReader for HttpClientReader {
+    /// # Cancel safety
+    /// Cancel safe: a message is taken only when the future completes.
+    async fn read_frame(&mut self) -> Result<Option<Bytes>, ReadError> {
+        tokio::select! {
+            biased;
+            m = self.rx.recv() => Ok(m),
+            _ = self.ends.closed.cancelled() => Ok(None),
+            _ = self.ends.dead.cancelled() => {
+                let reason = self.ends.reason().unwrap_or_else(|| "the HTTP connection failed".into());
+                Err(ReadError::Io(io::Error::new(io::ErrorKind::ConnectionAborted, reason)))
+            }
+        }
+    }
+}
+
+/// A message posted in order, with what it is.
+type Ordered = (Bytes, Outgoing);
+
+/// A transport that could not be set up: every request is answered with the reason.
+struct Misconfigured {
+    error: String,
+    inbound: mpsc::Sender<Bytes>,
+}
+
+/// The sending half of an [`HttpClientTransport`]: posts every message.
+pub struct HttpClientWriter {
+    shared: Result<Arc<Shared>, Misconfigured>,
+    /// Notifications and responses, posted one after the other in order.
+    queue: Option<(mpsc::Sender<Ordered>, JoinHandle<()>)>,
+}
+
+impl std::fmt::Debug for HttpClientWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpClientWriter").finish_non_exhaustive()
+    }
+}
+
+impl HttpClientWriter {
+    async fn enqueue(&mut self, shared: Arc<Shared>, frame: Bytes, what: Outgoing) -> io::Result<()> {
+        let (tx, _) = self.queue.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel(ORDERED_QUEUE);
+            let task = tokio::spawn(session::post_in_order(shared, rx));
+            (tx, task)
+        });
+        tx.send((frame, what))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the HTTP transport stopped"))
+    }
+}
+
+impl FrameWriter for HttpClientWriter {
+    /// Starts the HTTP exchange of one message and returns: answers arrive through the
+    /// reader. Notifications and responses are posted in the order written.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a message may be sent or not when the future is dropped.
+    async fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
+        let shared = match &self.shared {
+            Ok(s) => s.clone(),
+            Err(bad) => {
+                // Answer requests with the reason, so that it reaches the caller.
+                if let Outgoing::Request(req) = frame::classify(frame) {
+                    let msg = format!("{} failed: {}", req.method, bad.error);
+                    let answer = frame::error_response(&req.id, ErrorCode::INVALID_REQUEST, msg, None);
+                    let _ = bad.inbound.send(answer).await;
+                }
+                return Ok(());
+            }
+        };
+        let bytes = Bytes::copy_from_slice(frame);
+        match frame::classify(frame) {
+            Outgoing::Request(req) if !shared.is_legacy() => {
+                request::spawn(shared, bytes, req);
+                Ok(())
+            }
+            Outgoing::Notification { cancels: Some(id), .. } if shared.abort(&id) => Ok(()),
+            other => self.enqueue(shared, bytes, other).await,
+        }
+    }
+
+    /// # Cancel safety
+    /// Cancel safe: there is nothing to flush; every message is already on its way.
+    async fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// Posts what is still queued, stops every stream and ends the session (`DELETE`),
+    /// waiting at most a few seconds for the server.
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: dropping the future may leave the session open on the server.
+    async fn close(&mut self) -> io::Result<()> {
+        let Ok(shared) = self.shared.as_ref() else { return Ok(()) };
+        let shared = shared.clone();
+        if let Some((tx, task)) = self.queue.take() {
+            drop(tx);
+            let _ = tokio::time::timeout(CLOSE_GRACE, task).await;
+        }
+        session::close(&shared, CLOSE_GRACE).await;
+        Ok(())
+    }
+}
+
+impl Drop for HttpClientWriter {
+    fn drop(&mut self) {
+        if let Ok(shared) = &self.shared {
+            shared.ends.closed.cancel();
+        }
+    }
+}

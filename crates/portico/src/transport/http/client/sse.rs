@@ -1,0 +1,83 @@
+//! Reading SSE bodies: events parsed by `sse-stream`, bounded in size, with the last event id
+//! and `retry` kept for resumption.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use sse_stream::{Sse, SseByteStream};
+
+type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+
+/// The events of one SSE response.
+pub(super) struct Events {
+    inner: EventStream,
+    /// Bytes received since the last event: bounds an event that never ends.
+    pending: Arc<AtomicUsize>,
+}
+
+/// Where a stream got to: what resumption needs.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Cursor {
+    pub last_id: Option<String>,
+    pub retry: Option<Duration>,
+}
+
+/// One event of interest.
+#[derive(Debug)]
+pub(super) enum Event {
+    /// A JSON-RPC message (a `message` event, or one without a type).
+    Message(Bytes),
+    /// Another event type with its data (`endpoint` in the legacy transport).
+    Other { event: String, data: String },
+    /// Only metadata (an id, a retry) or empty data: a priming event.
+    Empty,
+}
+
+impl Events {
+    /// The events of `resp`; an event larger than `limit` bytes ends the stream with an error.
+    pub(super) fn new(resp: reqwest::Response, limit: usize) -> Self {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let counter = pending.clone();
+        let bytes = resp.bytes_stream().map(move |chunk| {
+            let chunk = chunk.map_err(io::Error::other)?;
+            let seen = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+            if seen > limit.saturating_add(64 * 1024) {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, format!("an SSE event exceeds {limit} bytes")));
+            }
+            Ok::<Bytes, io::Error>(chunk)
+        });
+        Events { inner: Box::pin(SseByteStream::new(bytes)), pending }
+    }
+
+    /// The next event, updating `cursor`; `None` at the end of the stream, `Err` when it broke.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: an event is consumed only when the future completes.
+    pub(super) async fn next(&mut self, cursor: &mut Cursor) -> Option<Result<Event, String>> {
+        let item = self.inner.next().await?;
+        self.pending.store(0, Ordering::Relaxed);
+        let sse = match item {
+            Ok(sse) => sse,
+            Err(e) => return Some(Err(format!("the event stream broke: {e}"))),
+        };
+        if let Some(id) = sse.id {
+            cursor.last_id = Some(id);
+        }
+        if let Some(ms) = sse.retry {
+            cursor.retry = Some(Duration::from_millis(ms));
+        }
+        let data = match sse.data {
+            Some(d) if !d.trim().is_empty() => d,
+            _ => return Some(Ok(Event::Empty)),
+        };
+        Some(Ok(match sse.event.as_deref() {
+            None | Some("") | Some("message") => Event::Message(Bytes::from(data)),
+            Some(other) => Event::Other { event: other.to_owned(), data },
+        }))
+    }
+}

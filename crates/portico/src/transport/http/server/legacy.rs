@@ -1,0 +1,130 @@
+//! The HTTP+SSE transport of 2024-11-05, served beside the Streamable HTTP endpoint: `GET` on
+//! the SSE path opens a session whose first event (`endpoint`) names the URL to POST messages
+//! to; every answer and server message arrives on that SSE stream.
+//!
+//! Each session is an in-memory connection served by the same engine as stdio, so everything
+//! (concurrency, cancellation, the handshake era) behaves identically.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use portico_schema::ErrorObject;
+use rand::RngCore;
+
+use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
+use super::{Shared, accepts, error_response, security, sse_response};
+use crate::rpc::lock;
+use crate::transport::memory::{self, MemoryWriter};
+use crate::transport::{FrameReader, FrameWriter, Transport};
+
+/// Live legacy sessions: their id and where POSTed messages go.
+#[derive(Default)]
+pub(crate) struct LegacySessions {
+    inner: Mutex<HashMap<String, Arc<tokio::sync::Mutex<MemoryWriter>>>>,
+}
+
+impl LegacySessions {
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.inner).len()
+    }
+}
+
+/// `GET {sse path}`: a new session.
+pub(crate) async fn open(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    if let Some(r) = refused(&shared, &req) {
+        return r;
+    }
+    if !accepts(req.headers(), "text/event-stream") {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            &ErrorObject::invalid_request("Accept must allow text/event-stream"),
+        );
+    }
+    let Some(legacy) = &shared.config.legacy else { return StatusCode::NOT_FOUND.into_response() };
+    if shared.legacy.len() >= shared.config.max_sessions {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            &ErrorObject::internal_error("too many sessions"),
+        );
+    }
+    let mut raw = [0u8; 16];
+    rand::rng().fill_bytes(&mut raw);
+    let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let (ours, theirs) = memory::pair_with_capacity(shared.config.stream_buffer);
+    shared.server.connect(theirs);
+    let (mut reader, writer) = ours.split();
+    lock(&shared.legacy.inner).insert(id.clone(), Arc::new(tokio::sync::Mutex::new(writer)));
+
+    let (tx, rx) = tokio::sync::mpsc::channel(shared.config.stream_buffer);
+    let endpoint = format!("{}?sessionId={id}", legacy.post_path);
+    let _ = tx.try_send(SseItem::Endpoint(endpoint));
+    tokio::spawn(async move {
+        // Server → client: every frame becomes a `message` event, until either side goes.
+        while let Ok(Some(frame)) = reader.read_frame().await {
+            if tx.send(SseItem::Message { id: None, data: frame }).await.is_err() {
+                break;
+            }
+        }
+        let _ = tx.send(SseItem::End).await;
+    });
+    let weak = Arc::downgrade(&shared);
+    let on_drop = OnDrop(Some(Box::new(move || {
+        // The client went away: dropping the writer ends the server's connection.
+        if let Some(shared) = weak.upgrade() {
+            lock(&shared.legacy.inner).remove(&id);
+        }
+    })));
+    sse_response(sse::body(rx, shared.config.keep_alive, CancelOnDrop(None), on_drop), None)
+}
+
+/// `POST {post path}?sessionId=…`: a message from the client; answers arrive on its stream.
+pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    if let Some(r) = refused(&shared, &req) {
+        return r;
+    }
+    let session_id =
+        req.uri().query().and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("sessionId="))).map(str::to_owned);
+    let Some(id) = session_id else {
+        return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing sessionId"));
+    };
+    let Some(writer) = lock(&shared.legacy.inner).get(&id).cloned() else {
+        return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown session"));
+    };
+    let limit = shared.config.max_body;
+    let body = match http_body_util::Limited::new(req.into_body(), limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return error_response(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                &ErrorObject::invalid_request(format!("body exceeds {limit} bytes")),
+            );
+        }
+        Err(_) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                &ErrorObject::invalid_request("could not read the body"),
+            );
+        }
+    };
+    let frame: Bytes = body;
+    // Waiting for room here is the backpressure on a client that sends faster than it reads.
+    if writer.lock().await.write_frame(&frame).await.is_err() {
+        return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("the session has ended"));
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+fn refused(shared: &Shared, req: &Request) -> Option<Response> {
+    security::check(&shared.config.hosts, req.headers()).err().map(|_| {
+        error_response(StatusCode::FORBIDDEN, None, &ErrorObject::invalid_request("Host or Origin not allowed"))
+    })
+}

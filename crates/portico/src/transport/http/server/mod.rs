@@ -1,0 +1,412 @@
+//! The Streamable HTTP server: one endpoint for both eras.
+//!
+//! ```no_run
+//! # async fn run(server: portico::server::Server) -> std::io::Result<()> {
+//! use portico::transport::http::server::StreamableHttp;
+//! // Standalone, on loopback:
+//! StreamableHttp::new(server.clone()).serve("127.0.0.1:8080").await?;
+//! // Or mounted in an existing axum app:
+//! let app = axum::Router::new().merge(StreamableHttp::new(server).router("/mcp"));
+//! # Ok(()) }
+//! ```
+//!
+//! - **Handshake era** (2025-03-26 … 2025-11-25): `initialize` opens a session
+//!   (`Mcp-Session-Id`); later requests carry it (400 without, 404 when unknown or ended).
+//!   Requests are answered with JSON, or with an SSE stream as soon as the handler sends a
+//!   notification or a request first; SSE streams are resumable with `Last-Event-ID`; `GET`
+//!   opens the stream of server-initiated messages; `DELETE` ends the session.
+//! - **Stateless era** (2026-07-28): no session; `MCP-Protocol-Version`, `Mcp-Method`,
+//!   `Mcp-Name` and `Mcp-Param-*` must mirror the body (`-32020`); closing a response stream
+//!   cancels its request; `subscriptions/listen` is a long-lived SSE response.
+//! - **Security**: `Host` and `Origin` are checked against an allow-list (loopback by default;
+//!   403 otherwise), bodies are limited (413), sessions are capped and reaped when idle.
+
+mod headers;
+mod legacy;
+mod post;
+mod security;
+mod sessions;
+mod sse;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use http::header::{ACCEPT, ALLOW, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use portico_schema::{ErrorObject, ProtocolVersion};
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::mpsc;
+
+pub use sessions::{EventStore, MemoryEventStore};
+
+use crate::rpc::Peer;
+use crate::server::Server;
+use crate::server::session::Session;
+use security::HostPolicy;
+use sessions::{Busy, GET_STREAM, SessionStore};
+use sse::{CancelOnDrop, OnDrop, SseItem};
+
+/// `Mcp-Session-Id`.
+pub(crate) const SESSION_ID: &str = "mcp-session-id";
+
+/// A Streamable HTTP endpoint serving a [`Server`]. Configure it, then mount it with
+/// [`router`](Self::router) or run it with [`serve`](Self::serve).
+#[must_use]
+pub struct StreamableHttp {
+    server: Server,
+    config: Config,
+    store: Arc<dyn EventStore>,
+}
+
+#[derive(Clone)]
+struct Config {
+    hosts: HostPolicy,
+    max_body: usize,
+    idle: Duration,
+    max_sessions: usize,
+    keep_alive: Duration,
+    retry_ms: Option<u64>,
+    stream_buffer: usize,
+    legacy: Option<LegacyPaths>,
+}
+
+/// Where the 2024-11-05 HTTP+SSE transport is served.
+#[derive(Clone)]
+struct LegacyPaths {
+    sse_path: String,
+    post_path: String,
+}
+
+pub(crate) struct Shared {
+    server: Server,
+    config: Config,
+    sessions: SessionStore,
+    /// The era layer for requests outside any session (2026-07-28).
+    stateless: Arc<Session>,
+    stateless_peer: Peer,
+    legacy: legacy::LegacySessions,
+}
+
+impl StreamableHttp {
+    /// An endpoint for `server` with safe defaults: loopback `Host`/`Origin` only, 4 MiB
+    /// bodies, at most 10 000 sessions, reaped after 30 minutes idle.
+    pub fn new(server: Server) -> Self {
+        StreamableHttp {
+            server,
+            config: Config {
+                hosts: HostPolicy::localhost(),
+                max_body: 4 * 1024 * 1024,
+                idle: Duration::from_secs(30 * 60),
+                max_sessions: 10_000,
+                keep_alive: Duration::from_secs(15),
+                retry_ms: Some(1000),
+                stream_buffer: 256,
+                legacy: Some(LegacyPaths { sse_path: "/sse".into(), post_path: "/messages".into() }),
+            },
+            store: Arc::new(MemoryEventStore::default()),
+        }
+    }
+
+    /// Host names (without port) that `Host` and `Origin` may name, replacing the loopback
+    /// default. An empty list allows any host: only behind a proxy that checks it.
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.config.hosts.hosts = hosts.into_iter().map(|h| h.into().to_ascii_lowercase()).collect();
+        self
+    }
+
+    /// Extra origins (`scheme://host[:port]`) browsers may call from.
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.config.hosts.origins = origins.into_iter().map(|o| o.into().to_ascii_lowercase()).collect();
+        self
+    }
+
+    /// The largest request body accepted (default 4 MiB); larger ones get 413.
+    pub fn max_body_bytes(mut self, n: usize) -> Self {
+        self.config.max_body = n;
+        self
+    }
+
+    /// How long a session may stay idle (no request, no open stream) before it is ended.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.config.idle = idle;
+        self
+    }
+
+    /// The most sessions at once (default 10 000); `initialize` beyond gets 503.
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.config.max_sessions = n.max(1);
+        self
+    }
+
+    /// How often an idle SSE stream gets a keep-alive comment (default 15 s).
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.config.keep_alive = every;
+        self
+    }
+
+    /// The `retry` advertised on resumable SSE streams (default 1000 ms; `None` omits it).
+    pub fn sse_retry(mut self, ms: Option<u64>) -> Self {
+        self.config.retry_ms = ms;
+        self
+    }
+
+    /// Messages buffered for one SSE client before it is disconnected as too slow (it may
+    /// resume with `Last-Event-ID`); default 256.
+    pub fn stream_buffer(mut self, n: usize) -> Self {
+        self.config.stream_buffer = n.max(1);
+        self
+    }
+
+    /// Where the legacy HTTP+SSE transport (2024-11-05) is served beside the endpoint:
+    /// `GET sse_path` opens a session, messages are POSTed to `post_path` (default `/sse` and
+    /// `/messages`). Mounted by [`HttpEndpoint::router`] and [`serve`](Self::serve).
+    pub fn legacy_sse(mut self, sse_path: impl Into<String>, post_path: impl Into<String>) -> Self {
+        self.config.legacy = Some(LegacyPaths { sse_path: sse_path.into(), post_path: post_path.into() });
+        self
+    }
+
+    /// Does not serve the legacy HTTP+SSE transport.
+    pub fn without_legacy_sse(mut self) -> Self {
+        self.config.legacy = None;
+        self
+    }
+
+    /// Where resumable streams are logged (default: [`MemoryEventStore`]).
+    pub fn event_store(mut self, store: impl EventStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// Builds the endpoint (starts the idle-session reaper).
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime.
+    pub fn build(self) -> HttpEndpoint {
+        HttpEndpoint { shared: self.into_shared() }
+    }
+
+    fn into_shared(self) -> Arc<Shared> {
+        let stateless = Arc::new(Session::new(self.server.clone()));
+        // Stateless requests never have messages outside their own response stream.
+        let (sink, _) = mpsc::channel(1);
+        let stateless_peer = Peer::new(sink);
+        let shared = Arc::new(Shared {
+            sessions: SessionStore::new(self.config.max_sessions, self.config.idle, self.store),
+            server: self.server,
+            config: self.config,
+            stateless,
+            stateless_peer,
+            legacy: legacy::LegacySessions::default(),
+        });
+        spawn_reaper(Arc::downgrade(&shared));
+        shared
+    }
+
+    /// An axum router serving the endpoint at `path` (e.g. `"/mcp"`), to merge into an app.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (a background task reaps idle sessions).
+    pub fn router(self, path: &str) -> axum::Router {
+        self.build().router(path)
+    }
+
+    /// Binds `addr` and serves the endpoint at `/mcp` until the process ends.
+    ///
+    /// # Errors
+    /// When binding fails.
+    pub async fn serve(self, addr: impl ToSocketAddrs) -> std::io::Result<()> {
+        let listener = TcpListener::bind(addr).await?;
+        self.build().serve_with_shutdown(listener, std::future::pending()).await
+    }
+}
+
+/// A built endpoint: cheap to clone, mount it as often as needed.
+#[derive(Clone)]
+pub struct HttpEndpoint {
+    shared: Arc<Shared>,
+}
+
+impl HttpEndpoint {
+    /// An axum router serving the endpoint at `path`, and the legacy HTTP+SSE paths when
+    /// enabled.
+    pub fn router(&self, path: &str) -> axum::Router {
+        let mut r = axum::Router::new().route(path, axum::routing::any(endpoint));
+        if let Some(l) = &self.shared.config.legacy {
+            r = r
+                .route(&l.sse_path, axum::routing::get(legacy::open))
+                .route(&l.post_path, axum::routing::post(legacy::message));
+        }
+        r.with_state(self.shared.clone())
+    }
+
+    /// The endpoint as a service answering every path, for `Router::route_service`.
+    pub fn service(&self) -> axum::Router {
+        axum::Router::new().fallback(endpoint).with_state(self.shared.clone())
+    }
+
+    /// Live handshake-era sessions (Streamable HTTP and legacy HTTP+SSE).
+    pub fn session_count(&self) -> usize {
+        self.shared.sessions.len() + self.shared.legacy.len()
+    }
+
+    /// Serves on `listener` at `/mcp` until `shutdown` completes, then finishes the requests
+    /// in progress. Every accepted socket gets `TCP_NODELAY`.
+    ///
+    /// # Errors
+    /// When accepting fails fatally.
+    pub async fn serve_with_shutdown(
+        self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
+        axum::serve(listener, self.router("/mcp")).with_graceful_shutdown(shutdown).await
+    }
+}
+
+fn spawn_reaper(shared: Weak<Shared>) {
+    let Some(s) = shared.upgrade() else { return };
+    let every = (s.config.idle / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
+    drop(s);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        loop {
+            tick.tick().await;
+            let Some(s) = shared.upgrade() else { return };
+            let n = s.sessions.reap();
+            if n > 0 {
+                tracing::debug!(reaped = n, "idle sessions ended");
+            }
+        }
+    });
+}
+
+/// A JSON-RPC error as an HTTP response.
+pub(crate) fn error_response(
+    status: StatusCode,
+    id: Option<&portico_schema::RequestId>,
+    error: &ErrorObject,
+) -> Response {
+    let body = crate::rpc::envelope::encode_error(id, error);
+    (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+fn accepts(headers: &HeaderMap, what: &str) -> bool {
+    match headers.get(ACCEPT).and_then(|a| a.to_str().ok()) {
+        None => true,
+        Some(a) => a.split(',').any(|p| {
+            let p = p.split(';').next().unwrap_or("").trim();
+            p == what || p == "*/*" || p == format!("{}/*", what.split('/').next().unwrap_or(""))
+        }),
+    }
+}
+
+async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    if let Err(refused) = security::check(&shared.config.hosts, req.headers()) {
+        tracing::warn!(?refused, "request refused by the host/origin policy");
+        let what = match refused {
+            security::Refused::Host => "Host",
+            security::Refused::Origin => "Origin",
+        };
+        return error_response(
+            StatusCode::FORBIDDEN,
+            None,
+            &ErrorObject::invalid_request(format!("{what} not allowed")),
+        );
+    }
+    match *req.method() {
+        Method::POST => post::post(shared, req).await,
+        Method::GET => get(shared, req.headers()).await,
+        Method::DELETE => delete(&shared, req.headers()),
+        _ => method_not_allowed(),
+    }
+}
+
+fn method_not_allowed() -> Response {
+    (StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, HeaderValue::from_static("GET, POST, DELETE"))]).into_response()
+}
+
+fn session_header(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_ID).and_then(|v| v.to_str().ok())
+}
+
+/// `GET`: the session's stream of server-initiated messages, or the resumption of any of its
+/// streams with `Last-Event-ID`.
+async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
+    let Some(id) = session_header(headers) else {
+        // Stateless clients have no GET stream.
+        return method_not_allowed();
+    };
+    if !accepts(headers, "text/event-stream") {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            &ErrorObject::invalid_request("GET needs Accept: text/event-stream"),
+        );
+    }
+    let Some(session) = shared.sessions.get(id) else {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            None,
+            &ErrorObject::invalid_request("unknown or expired session"),
+        );
+    };
+    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_event_id);
+    let (tx, rx) = mpsc::channel(shared.config.stream_buffer);
+    let (stream, after) = match resume {
+        Some((stream, seq)) => (stream, Some(seq)),
+        None => (GET_STREAM, None),
+    };
+    let version = session.service.negotiated_version();
+    if after.is_none() && version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
+        let _ = tx.try_send(SseItem::Prime { id: format!("{GET_STREAM}-0"), retry_ms: shared.config.retry_ms });
+    }
+    if !session.attach(stream, after, tx) {
+        return error_response(
+            StatusCode::NOT_FOUND,
+            None,
+            &ErrorObject::invalid_request("the stream cannot be resumed from that event"),
+        );
+    }
+    let busy = Busy::new(session.clone());
+    let on_drop = OnDrop(Some(Box::new(move || {
+        busy.0.forget_stream(stream);
+        drop(busy);
+    })));
+    sse_response(sse::body(rx, shared.config.keep_alive, CancelOnDrop(None), on_drop), None)
+}
+
+fn parse_event_id(s: &str) -> Option<(u64, u64)> {
+    let (stream, seq) = s.split_once('-')?;
+    Some((stream.parse().ok()?, seq.parse().ok()?))
+}
+
+fn delete(shared: &Shared, headers: &HeaderMap) -> Response {
+    let Some(id) = session_header(headers) else {
+        return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing Mcp-Session-Id"));
+    };
+    if shared.sessions.remove(id) {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown or expired session"))
+    }
+}
+
+pub(crate) fn sse_response(body: axum::body::Body, session: Option<&str>) -> Response {
+    let mut r = Response::new(body);
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert("cache-control", HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        h.insert(SESSION_ID, id);
+    }
+    r
+}

@@ -1,0 +1,564 @@
+//! `POST`: one JSON-RPC message (or a 2025-03-26 batch) in, JSON or SSE out.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use http_body_util::BodyExt;
+use portico_schema::{ErrorObject, JsonObject, ProtocolVersion, RequestId, RequestMeta, methods};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::{mpsc, oneshot};
+
+use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
+use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
+use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
+use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
+use crate::rpc::{InFlight, Peer, Queued, lock, route_notification, run_request};
+use crate::server::session::Session;
+
+pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let headers = &parts.headers;
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
+    if !json {
+        return error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            &ErrorObject::invalid_request("Content-Type must be application/json"),
+        );
+    }
+    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+        return error_response(
+            StatusCode::NOT_ACCEPTABLE,
+            None,
+            &ErrorObject::invalid_request("Accept must allow application/json or text/event-stream"),
+        );
+    }
+    let limit = shared.config.max_body;
+    let too_large = || {
+        error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            &ErrorObject::invalid_request(format!("body exceeds {limit} bytes")),
+        )
+    };
+    if headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > limit)
+    {
+        return too_large();
+    }
+    let bytes = match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Err(_) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                &ErrorObject::invalid_request("could not read the body"),
+            );
+        }
+    };
+    match envelope::decode(&bytes) {
+        Frame::Single(Err(Invalid { id, error })) => error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error),
+        Frame::Single(Ok(msg)) => single(shared, headers, msg).await,
+        Frame::Batch(items) => batch(shared, headers, items).await,
+    }
+}
+
+/// The stateless-era facts of a request's `_meta`.
+struct ModernMeta {
+    version: String,
+    has_caps: bool,
+}
+
+fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(rename = "_meta", default)]
+        meta: Option<RequestMeta>,
+    }
+    let Some(p) = params else { return Ok(None) };
+    let peek: Peek =
+        serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
+    Ok(peek.meta.and_then(|m| {
+        let has_caps = m.client_capabilities.is_some();
+        m.protocol_version.map(|version| ModernMeta { version, has_caps })
+    }))
+}
+
+/// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
+/// 2025-03-26 is assumed); anything else is 400.
+fn handshake_version_refused(headers: &HeaderMap) -> Option<Response> {
+    match headers.get(headers::PROTOCOL_VERSION).map(|v| v.to_str().ok().and_then(ProtocolVersion::parse)) {
+        None | Some(Some(_)) => None,
+        Some(None) => {
+            let e = ErrorObject::invalid_request("unsupported MCP-Protocol-Version");
+            Some(error_response(StatusCode::BAD_REQUEST, None, &e))
+        }
+    }
+}
+
+fn unknown_session() -> Response {
+    error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown or expired session"))
+}
+
+fn accepted() -> Response {
+    StatusCode::ACCEPTED.into_response()
+}
+
+async fn single(shared: Arc<Shared>, headers: &HeaderMap, msg: Incoming<'_>) -> Response {
+    let sid = session_header(headers);
+    let session = sid.and_then(|id| shared.sessions.get(id));
+    match msg {
+        Incoming::Request { id, method, params } => {
+            if method == methods::INITIALIZE {
+                return initialize(&shared, headers, id, params).await;
+            }
+            let meta = match peek_meta(params) {
+                Ok(m) => m,
+                Err(e) => return error_response(StatusCode::BAD_REQUEST, Some(&id), &e),
+            };
+            if let Some(meta) = meta {
+                return stateless(&shared, headers, id, &method, params, meta).await;
+            }
+            match (sid, session) {
+                (Some(_), Some(s)) => {
+                    if let Some(r) = handshake_version_refused(headers) {
+                        return r;
+                    }
+                    let ctx = Run::session(&shared, headers, s);
+                    ctx.run(id, &method, params).await.0
+                }
+                (Some(_), None) => unknown_session(),
+                (None, _) => error_response(
+                    StatusCode::BAD_REQUEST,
+                    Some(&id),
+                    &ErrorObject::invalid_params(
+                        "missing Mcp-Session-Id (send initialize first) or the _meta of 2026-07-28 (io.modelcontextprotocol/protocolVersion)",
+                    ),
+                ),
+            }
+        }
+        Incoming::Notification { method, params } => match (sid, session) {
+            (Some(_), Some(s)) => {
+                route_notification(&*s.service, &s.peer, &s.in_flight, &method, params);
+                accepted()
+            }
+            (Some(_), None) => unknown_session(),
+            // Stateless notifications carry nothing the server must act on over HTTP (closing
+            // a response stream is how requests are cancelled).
+            (None, _) => accepted(),
+        },
+        Incoming::Response { id, outcome } => match (sid, session) {
+            (Some(_), Some(s)) => {
+                s.peer.complete(&id, outcome);
+                accepted()
+            }
+            (Some(_), None) => unknown_session(),
+            (None, _) => error_response(
+                StatusCode::BAD_REQUEST,
+                None,
+                &ErrorObject::invalid_request("responses are only accepted within a session"),
+            ),
+        },
+    }
+}
+
+async fn initialize(shared: &Arc<Shared>, headers: &HeaderMap, id: RequestId, params: Option<&RawValue>) -> Response {
+    let service = Arc::new(Session::new(shared.server.clone()));
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(shared.config.stream_buffer);
+    let peer = Peer::new(tx);
+    service.attach(peer.clone());
+    let session = match shared.sessions.create(service, peer) {
+        Ok(s) => s,
+        Err(Full) => {
+            return error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some(&id),
+                &ErrorObject::internal_error("too many sessions; try again later"),
+            );
+        }
+    };
+    // Server-initiated messages of the session go to its GET stream.
+    let weak = Arc::downgrade(&session);
+    tokio::spawn(async move {
+        while let Some(m) = rx.recv().await {
+            let Some(s) = weak.upgrade() else { return };
+            s.emit(GET_STREAM, Bytes::from(m));
+        }
+    });
+    let ctx = Run::session(shared, headers, session.clone());
+    let (mut response, outcome) = ctx.run(id, methods::INITIALIZE, params).await;
+    if outcome == Outcome::Ok {
+        if let Ok(v) = HeaderValue::from_str(&session.id) {
+            response.headers_mut().insert(SESSION_ID, v);
+        }
+    } else {
+        // A rejected initialize leaves no session behind.
+        shared.sessions.remove(&session.id);
+    }
+    response
+}
+
+async fn stateless(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    id: RequestId,
+    method: &str,
+    params: Option<&RawValue>,
+    meta: ModernMeta,
+) -> Response {
+    if !meta.has_caps {
+        let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
+        return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
+    }
+    if let Err(e) = check_mirrored(shared, headers, &meta.version, method, params) {
+        return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
+    }
+    let ctx = Run::stateless(shared, headers);
+    ctx.run(id, method, params).await.0
+}
+
+fn check_mirrored(
+    shared: &Shared,
+    headers: &HeaderMap,
+    version: &str,
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<(), ErrorObject> {
+    #[derive(Deserialize)]
+    struct Target<'a> {
+        #[serde(borrow, default)]
+        name: Option<Cow<'a, str>>,
+        #[serde(borrow, default)]
+        uri: Option<Cow<'a, str>>,
+        #[serde(default)]
+        arguments: Option<JsonObject>,
+    }
+    let target: Target<'_> = match params {
+        Some(p) if matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ) => {
+            serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?
+        }
+        _ => Target { name: None, uri: None, arguments: None },
+    };
+    let name = match method {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => target.name.as_deref(),
+        methods::RESOURCES_READ => target.uri.as_deref(),
+        _ => None,
+    };
+    let registry;
+    let tool = if method == methods::TOOLS_CALL {
+        registry = shared.server.registry();
+        name.and_then(|n| registry.tools.get(n)).map(|e| (target.arguments.as_ref(), &e.def.input_schema))
+    } else {
+        None
+    };
+    headers::validate(headers, &headers::BodyFacts { version, method, name, tool })
+}
+
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+enum Outcome {
+    Ok,
+    Error,
+    Streamed,
+    Cancelled,
+}
+
+/// How one request is run and answered.
+struct Run {
+    service: Arc<Session>,
+    root: Peer,
+    in_flight: InFlight,
+    session: Option<Arc<HttpSession>>,
+    allow_sse: bool,
+    allow_json: bool,
+    retry_ms: Option<u64>,
+    keep_alive: std::time::Duration,
+    buffer: usize,
+}
+
+impl Run {
+    fn session(shared: &Shared, headers: &HeaderMap, s: Arc<HttpSession>) -> Run {
+        Run {
+            service: s.service.clone(),
+            root: s.peer.clone(),
+            in_flight: s.in_flight.clone(),
+            session: Some(s),
+            allow_sse: accepts(headers, "text/event-stream"),
+            allow_json: accepts(headers, "application/json"),
+            retry_ms: shared.config.retry_ms,
+            keep_alive: shared.config.keep_alive,
+            buffer: shared.config.stream_buffer,
+        }
+    }
+
+    fn stateless(shared: &Shared, headers: &HeaderMap) -> Run {
+        Run {
+            service: shared.stateless.clone(),
+            root: shared.stateless_peer.clone(),
+            in_flight: InFlight::default(),
+            session: None,
+            allow_sse: accepts(headers, "text/event-stream"),
+            allow_json: accepts(headers, "application/json"),
+            retry_ms: None,
+            keep_alive: shared.config.keep_alive,
+            buffer: shared.config.stream_buffer,
+        }
+    }
+
+    /// Runs the request; answers JSON when the result comes before anything else (and JSON is
+    /// acceptable), SSE otherwise.
+    async fn run(self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(self.buffer);
+        let peer = self.root.with_out(tx);
+        let token = self.root.closed_token().child_token();
+        lock(&self.in_flight).insert(id.clone(), token.clone());
+        let q = Queued { id: id.clone(), method: method.into(), params: params.map(|p| p.to_owned()) };
+        let (fin_tx, mut fin_rx) = oneshot::channel();
+        let busy = self.session.clone().map(Busy::new);
+        let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
+        let task_token = token.clone();
+        tokio::spawn(async move {
+            let out = run_request(service, peer, in_flight, q, task_token).await;
+            let _ = fin_tx.send(out.map(|(_, b)| Bytes::from(b)));
+            drop(busy);
+        });
+        // In 2026-07-28 a response stream that goes away cancels the request.
+        let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
+
+        let first = if self.allow_sse {
+            tokio::select! {
+                biased;
+                m = rx.recv() => match m {
+                    Some(m) => First::Message(Some(m)),
+                    // The request's sender is gone: its result is on the way.
+                    None => First::Final((&mut fin_rx).await.ok().flatten()),
+                },
+                f = &mut fin_rx => First::Final(f.ok().flatten()),
+            }
+        } else {
+            // JSON only: messages before the result cannot be delivered.
+            loop {
+                tokio::select! {
+                    biased;
+                    f = &mut fin_rx => break First::Final(f.ok().flatten()),
+                    m = rx.recv() => if m.is_none() { break First::Final((&mut fin_rx).await.ok().flatten()) },
+                }
+            }
+        };
+        let queued = match &first {
+            First::Final(_) => rx.try_recv().ok(),
+            First::Message(_) => None,
+        };
+        match (first, queued) {
+            (First::Final(None), _) => {
+                guard.disarm();
+                (StatusCode::ACCEPTED.into_response(), Outcome::Cancelled)
+            }
+            (First::Final(Some(result)), None) if self.allow_json => {
+                guard.disarm();
+                let (status, outcome) = status_of(&result, self.session.is_none());
+                let mut r =
+                    (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], result).into_response();
+                if let Some(s) = &self.session {
+                    r.headers_mut()
+                        .insert(SESSION_ID, HeaderValue::from_str(&s.id).unwrap_or(HeaderValue::from_static("")));
+                }
+                (r, outcome)
+            }
+            (first, queued) => {
+                let mut pending: Vec<Bytes> = Vec::new();
+                let mut fin = None;
+                match first {
+                    First::Message(Some(m)) => pending.push(Bytes::from(m)),
+                    First::Message(None) => {}
+                    First::Final(f) => fin = f,
+                }
+                if let Some(q) = queued {
+                    pending.push(Bytes::from(q));
+                    while let Ok(m) = rx.try_recv() {
+                        pending.push(Bytes::from(m));
+                    }
+                }
+                let (body, session_id) = self.stream(pending, fin, rx, fin_rx, guard);
+                (sse_response(body, session_id.as_deref()), Outcome::Streamed)
+            }
+        }
+    }
+
+    /// Streams messages, then the result, as SSE.
+    fn stream(
+        &self,
+        pending: Vec<Bytes>,
+        fin: Option<Bytes>,
+        mut rx: mpsc::Receiver<Vec<u8>>,
+        fin_rx: oneshot::Receiver<Option<Bytes>>,
+        guard: CancelOnDrop,
+    ) -> (axum::body::Body, Option<String>) {
+        let (sse_tx, sse_rx) = mpsc::channel(self.buffer.max(pending.len() + 2));
+        match &self.session {
+            Some(s) => {
+                let stream = s.open_stream();
+                let version = s.service.negotiated_version();
+                if version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
+                    let _ = sse_tx.try_send(SseItem::Prime { id: format!("{stream}-0"), retry_ms: self.retry_ms });
+                }
+                s.attach(stream, None, sse_tx);
+                let session = s.clone();
+                let busy = Busy::new(s.clone());
+                tokio::spawn(async move {
+                    for m in pending {
+                        session.emit(stream, m);
+                    }
+                    let fin = match fin {
+                        Some(f) => Some(f),
+                        None => forward(&mut rx, fin_rx, |m| session.emit(stream, m)).await,
+                    };
+                    if let Some(f) = fin {
+                        session.emit(stream, f);
+                    }
+                    session.finish(stream);
+                    drop(busy);
+                });
+                let busy = Busy::new(s.clone());
+                let on_drop = OnDrop(Some(Box::new(move || {
+                    busy.0.forget_stream(stream);
+                    drop(busy);
+                })));
+                (sse::body(sse_rx, self.keep_alive, guard, on_drop), Some(s.id.to_string()))
+            }
+            None => {
+                tokio::spawn(async move {
+                    let send = |m: Bytes| {
+                        let _ = sse_tx.try_send(SseItem::Message { id: None, data: m });
+                    };
+                    for m in pending {
+                        send(m);
+                    }
+                    let fin = match fin {
+                        Some(f) => Some(f),
+                        None => forward(&mut rx, fin_rx, send).await,
+                    };
+                    if let Some(f) = fin {
+                        let _ = sse_tx.send(SseItem::Message { id: None, data: f }).await;
+                    }
+                    let _ = sse_tx.send(SseItem::End).await;
+                });
+                (sse::body(sse_rx, self.keep_alive, guard, OnDrop(None)), None)
+            }
+        }
+    }
+}
+
+enum First {
+    Message(Option<Vec<u8>>),
+    Final(Option<Bytes>),
+}
+
+/// Passes messages to `emit` until the result arrives.
+async fn forward(
+    rx: &mut mpsc::Receiver<Vec<u8>>,
+    mut fin_rx: oneshot::Receiver<Option<Bytes>>,
+    emit: impl Fn(Bytes),
+) -> Option<Bytes> {
+    loop {
+        tokio::select! {
+            biased;
+            m = rx.recv() => match m {
+                Some(m) => emit(Bytes::from(m)),
+                None => return fin_rx.await.ok().flatten(),
+            },
+            f = &mut fin_rx => {
+                while let Ok(m) = rx.try_recv() {
+                    emit(Bytes::from(m));
+                }
+                return f.ok().flatten();
+            }
+        }
+    }
+}
+
+/// The HTTP status of a JSON answer: in 2026-07-28, errors about the request itself are 400
+/// and unknown methods 404.
+fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
+    #[derive(Deserialize)]
+    struct Code {
+        code: i32,
+    }
+    #[derive(Deserialize)]
+    struct Peek {
+        #[serde(default)]
+        error: Option<Code>,
+    }
+    let code = serde_json::from_slice::<Peek>(body).ok().and_then(|p| p.error).map(|e| e.code);
+    let Some(code) = code else { return (StatusCode::OK, Outcome::Ok) };
+    let status = match code {
+        -32601 if stateless => StatusCode::NOT_FOUND,
+        -32700 | -32600 | -32020 | -32021 | -32022 if stateless => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    (status, Outcome::Error)
+}
+
+/// A 2025-03-26 batch: every request answered in one JSON array.
+async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) -> Response {
+    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id)) else {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("batches are accepted only within a 2025-03-26 session"),
+        );
+    };
+    if s.service.negotiated_version() != Some(ProtocolVersion::V2025_03_26) {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            None,
+            &ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision"),
+        );
+    }
+    let mut replies = Vec::new();
+    let mut requests = Vec::new();
+    for raw in items {
+        match envelope::decode_one(raw.get()) {
+            Err(Invalid { id, error }) => replies.push(envelope::encode_error(id.as_ref(), &error)),
+            Ok(Incoming::Response { id, outcome }) => {
+                s.peer.complete(&id, outcome);
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                route_notification(&*s.service, &s.peer, &s.in_flight, &method, params)
+            }
+            Ok(Incoming::Request { id, method, .. }) if method == methods::INITIALIZE => {
+                replies.push(envelope::encode_error(
+                    Some(&id),
+                    &ErrorObject::invalid_request("initialize must not be part of a batch"),
+                ));
+            }
+            Ok(Incoming::Request { id, method, params }) => {
+                let token = s.peer.closed_token().child_token();
+                lock(&s.in_flight).insert(id.clone(), token.clone());
+                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                // Messages a batched request sends before its result cannot be delivered.
+                let (tx, _rx) = mpsc::channel(1);
+                requests.push(run_request(s.service.clone(), s.peer.with_out(tx), s.in_flight.clone(), q, token));
+            }
+        }
+    }
+    let _busy = Busy::new(s.clone());
+    replies.extend(futures_util::future::join_all(requests).await.into_iter().flatten().map(|(_, b)| b));
+    if replies.is_empty() {
+        return accepted();
+    }
+    let body = envelope::encode_batch(&replies);
+    (StatusCode::OK, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}

@@ -1,0 +1,302 @@
+//! Handshake-era sessions: issued at `initialize`, bounded in number, reaped when idle, and
+//! their SSE streams logged for resumption with `Last-Event-ID`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use bytes::Bytes;
+use rand::RngCore;
+use tokio::sync::mpsc;
+
+use super::sse::SseItem;
+use crate::rpc::{InFlight, Peer, lock};
+use crate::server::session::Session;
+
+/// Stores the messages of resumable SSE streams so a client can pick up where it left off.
+///
+/// Event ids are `"{stream}-{seq}"`: they name the stream they belong to, so a resumed GET
+/// replays that stream only. Implementations must bound what they keep.
+pub trait EventStore: Send + Sync + 'static {
+    /// Stores `message`, sent as event `seq` of `stream` in `session`.
+    fn store(&self, session: &str, stream: u64, seq: u64, message: Bytes);
+    /// The messages of `stream` in `session` after event `after`, oldest first, with their
+    /// sequence numbers; `None` when the stream is unknown (or forgotten).
+    fn replay(&self, session: &str, stream: u64, after: u64) -> Option<Vec<(u64, Bytes)>>;
+    /// Forgets everything of `session`.
+    fn remove_session(&self, session: &str);
+}
+
+/// Per stream (oldest first): its number and its `(seq, message)` events.
+type SessionEvents = VecDeque<(u64, VecDeque<(u64, Bytes)>)>;
+
+/// The default [`EventStore`]: in memory, at most `per_stream` messages per stream and
+/// `streams` streams per session (the oldest are forgotten first).
+#[derive(Debug)]
+pub struct MemoryEventStore {
+    per_stream: usize,
+    streams: usize,
+    inner: Mutex<HashMap<String, SessionEvents>>,
+}
+
+impl MemoryEventStore {
+    /// A store keeping `per_stream` messages of the last `streams` streams of each session.
+    pub fn new(per_stream: usize, streams: usize) -> Self {
+        MemoryEventStore { per_stream: per_stream.max(1), streams: streams.max(1), inner: Mutex::new(HashMap::new()) }
+    }
+}
+
+impl Default for MemoryEventStore {
+    fn default() -> Self {
+        MemoryEventStore::new(256, 16)
+    }
+}
+
+impl EventStore for MemoryEventStore {
+    fn store(&self, session: &str, stream: u64, seq: u64, message: Bytes) {
+        let mut all = lock(&self.inner);
+        let streams = all.entry(session.to_owned()).or_default();
+        let idx = match streams.iter().position(|(s, _)| *s == stream) {
+            Some(i) => i,
+            None => {
+                if streams.len() >= self.streams {
+                    streams.pop_front();
+                }
+                streams.push_back((stream, VecDeque::new()));
+                streams.len() - 1
+            }
+        };
+        let events = &mut streams[idx].1;
+        if events.len() >= self.per_stream {
+            events.pop_front();
+        }
+        events.push_back((seq, message));
+    }
+
+    fn replay(&self, session: &str, stream: u64, after: u64) -> Option<Vec<(u64, Bytes)>> {
+        let all = lock(&self.inner);
+        let (_, events) = all.get(session)?.iter().find(|(s, _)| *s == stream)?;
+        Some(events.iter().filter(|(seq, _)| *seq > after).cloned().collect())
+    }
+
+    fn remove_session(&self, session: &str) {
+        lock(&self.inner).remove(session);
+    }
+}
+
+/// The GET stream's number; request streams count from 1.
+pub(crate) const GET_STREAM: u64 = 0;
+
+struct Live {
+    tx: Option<mpsc::Sender<SseItem>>,
+    next_seq: u64,
+    done: bool,
+}
+
+/// One handshake-era session.
+pub(crate) struct HttpSession {
+    pub id: Arc<str>,
+    pub service: Arc<Session>,
+    pub peer: Peer,
+    pub in_flight: InFlight,
+    store: Arc<dyn EventStore>,
+    live: Mutex<HashMap<u64, Live>>,
+    next_stream: AtomicU64,
+    last_seen: Mutex<Instant>,
+    /// Open response streams and running requests; a busy session is not reaped.
+    pub busy: AtomicUsize,
+}
+
+impl HttpSession {
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_seen) = Instant::now();
+    }
+
+    /// A new request stream.
+    pub(crate) fn open_stream(&self) -> u64 {
+        let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        lock(&self.live).insert(id, Live { tx: None, next_seq: 1, done: false });
+        id
+    }
+
+    /// Logs a message on `stream` and delivers it to the stream's client, if connected. A
+    /// client that does not keep up is disconnected (it may resume), so memory stays bounded.
+    pub(crate) fn emit(&self, stream: u64, data: Bytes) {
+        let mut live = lock(&self.live);
+        let entry = live.entry(stream).or_insert(Live { tx: None, next_seq: 1, done: false });
+        let seq = entry.next_seq;
+        entry.next_seq += 1;
+        self.store.store(&self.id, stream, seq, data.clone());
+        if let Some(tx) = &entry.tx
+            && tx.try_send(SseItem::Message { id: Some(format!("{stream}-{seq}")), data }).is_err()
+        {
+            entry.tx = None;
+        }
+    }
+
+    /// Marks `stream` complete: its client's response ends after what it has.
+    pub(crate) fn finish(&self, stream: u64) {
+        let mut live = lock(&self.live);
+        if let Some(entry) = live.get_mut(&stream) {
+            entry.done = true;
+            if let Some(tx) = entry.tx.take() {
+                let _ = tx.try_send(SseItem::End);
+            }
+        }
+    }
+
+    /// Connects a client to `stream`, first replaying what it missed after event `after`.
+    /// False when the stream cannot be resumed.
+    pub(crate) fn attach(&self, stream: u64, after: Option<u64>, tx: mpsc::Sender<SseItem>) -> bool {
+        let mut live = lock(&self.live);
+        let entry = live.entry(stream).or_insert(Live { tx: None, next_seq: 1, done: false });
+        if let Some(after) = after {
+            let missed = match self.store.replay(&self.id, stream, after) {
+                Some(missed) => missed,
+                // Nothing stored: fine only if the client already has everything.
+                None if after + 1 >= entry.next_seq => Vec::new(),
+                None => return false,
+            };
+            for (seq, data) in missed {
+                if tx.try_send(SseItem::Message { id: Some(format!("{stream}-{seq}")), data }).is_err() {
+                    return false;
+                }
+            }
+        }
+        if entry.done {
+            let _ = tx.try_send(SseItem::End);
+        } else {
+            entry.tx = Some(tx);
+        }
+        true
+    }
+
+    /// Drops finished streams nobody is reading.
+    pub(crate) fn forget_stream(&self, stream: u64) {
+        let mut live = lock(&self.live);
+        if live.get(&stream).is_some_and(|e| e.done && e.tx.is_none()) {
+            live.remove(&stream);
+        }
+    }
+
+    fn idle_for(&self) -> Duration {
+        lock(&self.last_seen).elapsed()
+    }
+}
+
+/// All sessions of one endpoint.
+pub(crate) struct SessionStore {
+    sessions: Mutex<HashMap<Arc<str>, Arc<HttpSession>>>,
+    pub max: usize,
+    pub idle: Duration,
+    store: Arc<dyn EventStore>,
+}
+
+/// The session cap is reached.
+pub(crate) struct Full;
+
+impl SessionStore {
+    pub(crate) fn new(max: usize, idle: Duration, store: Arc<dyn EventStore>) -> Self {
+        SessionStore { sessions: Mutex::new(HashMap::new()), max, idle, store }
+    }
+
+    /// Creates a session around an era-layer `service`, its messages to the client going to
+    /// the GET stream through `peer`.
+    pub(crate) fn create(&self, service: Arc<Session>, peer: Peer) -> Result<Arc<HttpSession>, Full> {
+        let mut sessions = lock(&self.sessions);
+        if sessions.len() >= self.max {
+            // Make room by dropping idle sessions first.
+            self.reap_locked(&mut sessions);
+            if sessions.len() >= self.max {
+                return Err(Full);
+            }
+        }
+        let mut raw = [0u8; 18];
+        rand::rng().fill_bytes(&mut raw);
+        let id: Arc<str> = URL_SAFE_NO_PAD.encode(raw).into();
+        let s = Arc::new(HttpSession {
+            id: id.clone(),
+            service,
+            peer,
+            in_flight: InFlight::default(),
+            store: self.store.clone(),
+            live: Mutex::new(HashMap::new()),
+            next_stream: AtomicU64::new(GET_STREAM + 1),
+            last_seen: Mutex::new(Instant::now()),
+            busy: AtomicUsize::new(0),
+        });
+        sessions.insert(id, s.clone());
+        Ok(s)
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let s = lock(&self.sessions).get(id).cloned();
+        if let Some(s) = &s {
+            s.touch();
+        }
+        s
+    }
+
+    /// Ends a session: pending work is cancelled, its events forgotten.
+    pub(crate) fn remove(&self, id: &str) -> bool {
+        let removed = lock(&self.sessions).remove(id);
+        match removed {
+            Some(s) => {
+                end(&s, &*self.store);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.sessions).len()
+    }
+
+    /// Removes sessions idle longer than the timeout with nothing open.
+    pub(crate) fn reap(&self) -> usize {
+        let mut sessions = lock(&self.sessions);
+        self.reap_locked(&mut sessions)
+    }
+
+    fn reap_locked(&self, sessions: &mut HashMap<Arc<str>, Arc<HttpSession>>) -> usize {
+        let before = sessions.len();
+        sessions.retain(|_, s| {
+            let keep = s.busy.load(Ordering::SeqCst) > 0 || s.idle_for() < self.idle;
+            if !keep {
+                end(s, &*self.store);
+            }
+            keep
+        });
+        before - sessions.len()
+    }
+}
+
+fn end(s: &HttpSession, store: &dyn EventStore) {
+    s.peer.close("the session ended");
+    for (_, t) in lock(&s.in_flight).drain() {
+        t.cancel();
+    }
+    lock(&s.live).clear();
+    store.remove_session(&s.id);
+}
+
+/// Counts a session as busy while alive.
+pub(crate) struct Busy(pub Arc<HttpSession>);
+
+impl Busy {
+    pub(crate) fn new(s: Arc<HttpSession>) -> Self {
+        s.busy.fetch_add(1, Ordering::SeqCst);
+        Busy(s)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,454 @@
+//! The Streamable HTTP server over a real loopback socket, spoken to with raw HTTP.
+#![cfg(feature = "http-server")]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use portico::schema::{JsonObject, Tool};
+use portico::transport::http::server::{HttpEndpoint, StreamableHttp};
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+struct Srv {
+    url: String,
+    endpoint: HttpEndpoint,
+    server: portico::server::Server,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    http: reqwest::Client,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
+async fn start(configure: impl FnOnce(StreamableHttp) -> StreamableHttp) -> Srv {
+    let server = fixture_server(Arc::new(Probes::default()));
+    let endpoint = configure(StreamableHttp::new(server.clone())).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let ep = endpoint.clone();
+    tokio::spawn(async move {
+        let _ = ep
+            .serve_with_shutdown(listener, async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Srv { url, endpoint, server, stop: Some(stop), http: reqwest::Client::new() }
+}
+
+fn modern_meta(caps: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+impl Srv {
+    async fn post(&self, body: Value, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut h = HeaderMap::new();
+        h.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
+        h.insert("content-type", HeaderValue::from_static("application/json"));
+        for (k, v) in headers {
+            h.insert(
+                reqwest::header::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                HeaderValue::from_str(v).expect("value"),
+            );
+        }
+        self.http.post(&self.url).headers(h).body(body.to_string()).send().await.expect("post")
+    }
+
+    async fn initialize(&self, version: &str) -> String {
+        let r = self
+            .post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":version,"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}), &[])
+            .await;
+        assert_eq!(r.status(), 200);
+        let sid = r.headers().get("mcp-session-id").expect("session id").to_str().expect("ascii").to_owned();
+        assert!(
+            sid.len() >= 16 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+            "visible ASCII, unguessable: {sid}"
+        );
+        let body: Value = r.json().await.expect("json");
+        assert_eq!(body["result"]["protocolVersion"], version);
+        let r =
+            self.post(json!({"jsonrpc":"2.0","method":"notifications/initialized"}), &[("mcp-session-id", &sid)]).await;
+        assert_eq!(r.status(), 202);
+        sid
+    }
+
+    /// A stateless request with correct mirrored headers.
+    async fn modern(&self, method: &str, mut params: Value, name: Option<&str>, caps: Value) -> reqwest::Response {
+        params["_meta"] = modern_meta(caps);
+        let mut h = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
+        if let Some(n) = name {
+            h.push(("mcp-name", n));
+        }
+        self.post(json!({"jsonrpc":"2.0","id":"m","method":method,"params":params}), &h).await
+    }
+}
+
+/// Parses an SSE body into (event id, data JSON) pairs; the priming event has empty data.
+fn sse_events(text: &str) -> Vec<(Option<String>, Option<Value>)> {
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty() && !e.starts_with(':'))
+        .map(|e| {
+            let mut id = None;
+            let mut data = String::new();
+            for line in e.lines() {
+                if let Some(v) = line.strip_prefix("id: ") {
+                    id = Some(v.to_owned());
+                } else if let Some(v) = line.strip_prefix("data: ") {
+                    data.push_str(v);
+                }
+            }
+            (id, if data.trim().is_empty() { None } else { serde_json::from_str(&data).ok() })
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn handshake_session_lifecycle() {
+    let srv = start(|h| h).await;
+    let sid = srv.initialize("2025-11-25").await;
+    let s = [("mcp-session-id", sid.as_str()), ("mcp-protocol-version", "2025-11-25")];
+
+    // A one-shot call is answered with JSON.
+    let r = srv
+        .post(
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}),
+            &s,
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"].to_str().expect("ct").starts_with("application/json"));
+    assert_eq!(r.json::<Value>().await.expect("json")["result"]["content"][0]["text"], "hi");
+
+    // A call that reports progress streams: priming event, progress, then the result.
+    let r = srv.post(json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"progress","arguments":{},"_meta":{"progressToken":"p"}}}), &s).await;
+    assert!(r.headers()["content-type"].to_str().expect("ct").starts_with("text/event-stream"));
+    let events = sse_events(&r.text().await.expect("body"));
+    assert!(events[0].0.is_some() && events[0].1.is_none(), "priming event first: {events:?}");
+    let progress: Vec<f64> = events
+        .iter()
+        .filter_map(|(_, d)| d.as_ref())
+        .filter(|d| d["method"] == "notifications/progress")
+        .map(|d| d["params"]["progress"].as_f64().unwrap_or(-1.0))
+        .collect();
+    assert_eq!(progress, vec![0.0, 50.0, 100.0]);
+    let last = events.last().and_then(|(_, d)| d.clone()).expect("result");
+    assert_eq!(last["id"], 3);
+    assert_eq!(last["result"]["content"][0]["text"], "done");
+    assert!(events.iter().all(|(id, _)| id.is_some()), "every event has an id (resumable)");
+
+    // Missing or unknown session ids.
+    let r = srv.post(json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}), &[]).await;
+    assert_eq!(r.status(), 400);
+    let r = srv.post(json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}), &[("mcp-session-id", "nope")]).await;
+    assert_eq!(r.status(), 404);
+    let r = srv
+        .post(
+            json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}),
+            &[("mcp-session-id", &sid), ("mcp-protocol-version", "1999-01-01")],
+        )
+        .await;
+    assert_eq!(r.status(), 400, "invalid MCP-Protocol-Version");
+
+    // DELETE ends it; afterwards the id is unknown.
+    assert_eq!(srv.endpoint.session_count(), 1);
+    let r = srv.http.delete(&srv.url).header("mcp-session-id", &sid).send().await.expect("delete");
+    assert_eq!(r.status(), 204);
+    assert_eq!(srv.endpoint.session_count(), 0);
+    let r = srv.post(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}), &[("mcp-session-id", &sid)]).await;
+    assert_eq!(r.status(), 404);
+}
+
+#[tokio::test]
+async fn get_stream_carries_server_messages_and_resumes() {
+    let srv = start(|h| h).await;
+    let sid = srv.initialize("2025-11-25").await;
+    let mut get = srv
+        .http
+        .get(&srv.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(get.status(), 200);
+    srv.server.add_tool(Tool::new("late", JsonObject::new()), |_: Empty| async move { "late" });
+    let mut text = String::new();
+    while !text.contains("list_changed") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), get.chunk())
+            .await
+            .expect("in time")
+            .expect("chunk")
+            .expect("open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let events = sse_events(&text);
+    let (id, _) = events
+        .iter()
+        .find(|(_, d)| d.as_ref().is_some_and(|d| d["method"] == "notifications/tools/list_changed"))
+        .expect("event")
+        .clone();
+    drop(get);
+    // Two more changes while disconnected; resuming after the first replays exactly them.
+    srv.server.add_tool(Tool::new("later", JsonObject::new()), |_: Empty| async move { "later" });
+    srv.server.remove_tool("later");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut get = srv
+        .http
+        .get(&srv.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("last-event-id", id.expect("id"))
+        .send()
+        .await
+        .expect("get");
+    let mut text = String::new();
+    while sse_events(&text).iter().filter(|(_, d)| d.is_some()).count() < 2 {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), get.chunk())
+            .await
+            .expect("in time")
+            .expect("chunk")
+            .expect("open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert_eq!(sse_events(&text).iter().filter(|(_, d)| d.is_some()).count(), 2, "{text}");
+}
+
+#[tokio::test]
+async fn stateless_requests_over_http() {
+    let srv = start(|h| h).await;
+    let r = srv.modern("tools/call", json!({"name":"echo","arguments":{"text":"x"}}), Some("echo"), json!({})).await;
+    assert_eq!(r.status(), 200);
+    assert!(r.headers().get("mcp-session-id").is_none(), "no sessions in 2026-07-28");
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["result"]["resultType"], "complete");
+    assert_eq!(v["result"]["content"][0]["text"], "x");
+
+    let code = |v: Value| v["error"]["code"].as_i64().unwrap_or(0);
+    // Mirrored headers must match the body.
+    let mut p = json!({"name":"echo","arguments":{"text":"x"}});
+    p["_meta"] = modern_meta(json!({}));
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":p});
+    for headers in [
+        vec![("mcp-method", "tools/call"), ("mcp-name", "echo")],
+        vec![("mcp-protocol-version", "2025-11-25"), ("mcp-method", "tools/call"), ("mcp-name", "echo")],
+        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list"), ("mcp-name", "echo")],
+        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "fail")],
+        vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call")],
+    ] {
+        let r = srv.post(body.clone(), &headers).await;
+        assert_eq!(r.status(), 400, "{headers:?}");
+        assert_eq!(code(r.json().await.expect("json")), -32020, "{headers:?}");
+    }
+    // Version, _meta and capability errors are 400; unknown methods 404.
+    let mut m = modern_meta(json!({}));
+    m["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let r = srv
+        .post(
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":m}}),
+            &[("mcp-protocol-version", "2099-01-01"), ("mcp-method", "tools/list")],
+        )
+        .await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(code(r.json().await.expect("json")), -32022);
+    let r = srv.post(json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}), &[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(code(r.json().await.expect("json")), -32602);
+    let r = srv.modern("tools/call", json!({"name":"ask","arguments":{}}), Some("ask"), json!({})).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(code(r.json().await.expect("json")), -32021);
+    let r = srv.modern("nope/nope", json!({}), None, json!({})).await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(code(r.json().await.expect("json")), -32601);
+    // Stateless GET and a request with neither session nor _meta.
+    let r = srv.http.get(&srv.url).header("accept", "text/event-stream").send().await.expect("get");
+    assert_eq!(r.status(), 405);
+    let r = srv.post(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"}), &[]).await;
+    assert_eq!(r.status(), 400);
+}
+
+#[tokio::test]
+async fn closing_a_stateless_stream_cancels_the_request() {
+    let probes = Arc::new(Probes::default());
+    let server = fixture_server(probes.clone());
+    let endpoint = StreamableHttp::new(server).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    tokio::spawn(endpoint.serve_with_shutdown(listener, std::future::pending()));
+    let mut p = json!({"name":"sleep","arguments":{"ms":60000}});
+    p["_meta"] = modern_meta(json!({}));
+    let req = reqwest::Client::new()
+        .post(&url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "sleep")
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":p}).to_string())
+        .send();
+    let call = tokio::spawn(req);
+    assert!(eventually(|| probes.sleeping.load(std::sync::atomic::Ordering::SeqCst) == 1).await);
+    call.abort(); // the client goes away
+    assert!(
+        eventually(|| probes.cancelled.load(std::sync::atomic::Ordering::SeqCst) == 1).await,
+        "the handler was dropped"
+    );
+}
+
+#[tokio::test]
+async fn host_origin_and_size_limits() {
+    let srv = start(|h| h.max_body_bytes(64 * 1024)).await;
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let r = srv.post(init.clone(), &[("origin", "http://evil.example")]).await;
+    assert_eq!(r.status(), 403);
+    let r = srv.post(init.clone(), &[("host", "evil.example")]).await;
+    assert_eq!(r.status(), 403);
+    let r = srv.post(init.clone(), &[("origin", "http://localhost:3000")]).await;
+    assert_eq!(r.status(), 200);
+    let big = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x".repeat(100_000)}}});
+    let r = srv.post(big, &[]).await;
+    assert_eq!(r.status(), 413);
+    let r = srv.http.post(&srv.url).header("content-type", "text/plain").body("{}").send().await.expect("post");
+    assert_eq!(r.status(), 415);
+    let r = srv.http.put(&srv.url).send().await.expect("put");
+    assert_eq!(r.status(), 405);
+    assert_eq!(srv.endpoint.session_count(), 1, "refused requests left no session");
+}
+
+#[tokio::test]
+async fn session_churn_leaves_nothing_behind() {
+    let srv = start(|h| h.session_idle_timeout(Duration::from_secs(3)).max_sessions(100_000)).await;
+    // Clean cycles: initialize then DELETE.
+    for _ in 0..500 {
+        let sid = srv.initialize("2025-06-18").await;
+        let r = srv.http.delete(&srv.url).header("mcp-session-id", &sid).send().await.expect("delete");
+        assert_eq!(r.status(), 204);
+    }
+    assert_eq!(srv.endpoint.session_count(), 0);
+    // Abandoned sessions, and rejected initializes.
+    for _ in 0..500 {
+        srv.initialize("2025-11-25").await;
+        let r =
+            srv.post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}), &[]).await;
+        assert_eq!(r.status(), 200, "a JSON-RPC error, not an HTTP one");
+    }
+    assert_eq!(srv.endpoint.session_count(), 500, "only the good initializes made sessions");
+    assert!(
+        eventually_for(Duration::from_secs(10), || srv.endpoint.session_count() == 0).await,
+        "idle sessions were reaped"
+    );
+}
+
+#[tokio::test]
+async fn session_cap_is_enforced() {
+    let srv = start(|h| h.max_sessions(3)).await;
+    for _ in 0..3 {
+        srv.initialize("2025-11-25").await;
+    }
+    let r = srv.post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}), &[]).await;
+    assert_eq!(r.status(), 503);
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_stalled_sse_reader_cannot_grow_server_memory() {
+    let srv = start(|h| h.stream_buffer(64)).await;
+    let sid = srv.initialize("2025-11-25").await;
+    // Open the GET stream and never read it.
+    let stalled = srv
+        .http
+        .get(&srv.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .expect("get");
+    let before = rss_kib();
+    // 20 000 notifications of ~2 KB each (40 MB if they were all kept).
+    let desc = "d".repeat(2000);
+    for i in 0..20_000 {
+        srv.server.add_tool(
+            Tool::new(format!("t{}", i % 10), JsonObject::new()).with_description(desc.clone()),
+            |_: Empty| async move { "x" },
+        );
+        if i % 1000 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 30, "server memory grew by {grown_mib} MiB for a reader that never reads");
+    drop(stalled);
+}
+
+#[tokio::test]
+async fn legacy_http_sse_transport() {
+    let srv = start(|h| h).await;
+    let base = srv.url.trim_end_matches("/mcp").to_owned();
+    let mut sse = srv.http.get(format!("{base}/sse")).header("accept", "text/event-stream").send().await.expect("get");
+    assert_eq!(sse.status(), 200);
+    let mut text = String::new();
+    let mut read_until = async |text: &mut String, needle: &str| {
+        while !text.contains(needle) {
+            let chunk = tokio::time::timeout(Duration::from_secs(5), sse.chunk())
+                .await
+                .expect("in time")
+                .expect("chunk")
+                .expect("open");
+            text.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    };
+    read_until(&mut text, "event: endpoint").await;
+    read_until(&mut text, "\n\n").await;
+    let endpoint = text.lines().find_map(|l| l.strip_prefix("data: ")).expect("endpoint data").to_owned();
+    assert!(endpoint.starts_with("/messages?sessionId="), "{endpoint}");
+    assert_eq!(srv.endpoint.session_count(), 1);
+    let post = |body: Value| {
+        srv.http
+            .post(format!("{base}{endpoint}"))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    let r = post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"old","version":"1"}}})).await.expect("post");
+    assert_eq!(r.status(), 202);
+    read_until(&mut text, "\"protocolVersion\":\"2024-11-05\"").await;
+    post(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await.expect("post");
+    let r = post(
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over sse"}}}),
+    )
+    .await
+    .expect("post");
+    assert_eq!(r.status(), 202);
+    read_until(&mut text, "over sse").await;
+    let r = srv
+        .http
+        .post(format!("{base}/messages?sessionId=nope"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status(), 404);
+    drop(sse);
+    assert!(eventually(|| srv.endpoint.session_count() == 0).await, "the session ends with its stream");
+}
