@@ -249,7 +249,9 @@ impl<S: Service> Dispatcher<S> {
     }
 
     fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
-        let token = self.peer.closed_token().child_token();
+        // A plain token (not a child of the connection's): closing cancels every in-flight
+        // token through the in-flight map, without a shared token tree to contend on.
+        let token = CancellationToken::new();
         lock(&self.in_flight).insert(q.id.clone(), token.clone());
         let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
         self.tasks.spawn(async move {
@@ -277,7 +279,9 @@ impl<S: Service> Dispatcher<S> {
                 }
                 Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
                 Ok(Incoming::Request { id, method, params }) => {
-                    let token = self.peer.closed_token().child_token();
+                    // A plain token (not a child of the connection's): closing cancels every in-flight
+                    // token through the in-flight map, without a shared token tree to contend on.
+                    let token = CancellationToken::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
                     let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);

@@ -77,6 +77,12 @@ struct MetaPeek {
     meta: Option<RequestMeta>,
 }
 
+/// False only when `json` cannot contain a `_meta` member.
+fn may_hold_meta(json: &str) -> bool {
+    let b = json.as_bytes();
+    memchr::memmem::find(b, b"_meta").is_some() || memchr::memmem::find(b, b"\\u").is_some()
+}
+
 fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
     serde_json::from_str(params.map_or("{}", |p| p.get()))
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
@@ -107,7 +113,12 @@ impl Session {
 
     async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
         let params = req.params.as_deref();
-        let peek: MetaPeek = parse(params)?;
+        let peek: MetaPeek = match params {
+            // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
+            // and the params need not be scanned twice.
+            Some(p) if !may_hold_meta(p.get()) => MetaPeek { meta: None },
+            _ => parse(params)?,
+        };
         if &*req.method == methods::INITIALIZE {
             let r = self.initialize(params, &peer);
             self.initializing.send_replace(false);

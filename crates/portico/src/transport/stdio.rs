@@ -13,9 +13,11 @@
 //! transport (this process's stdin and stdout).
 
 use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
 
@@ -312,9 +314,139 @@ where
 ///
 /// Nothing else in the process may write to stdout; log to stderr instead.
 ///
-/// Tokio reads stdin on a blocking thread, which cannot be interrupted: a read in progress
-/// ends only when input arrives or stdin closes, and a runtime shutting down waits for it
-/// (use `Runtime::shutdown_timeout` or exit the process to stop regardless).
-pub fn stdio() -> StdioTransport<tokio::io::Stdin, tokio::io::Stdout> {
-    StdioTransport::new(tokio::io::stdin(), tokio::io::stdout())
+/// When stdin and stdout are pipes (the usual case: the client spawned this process), they are
+/// read and written in non-blocking mode by the reactor, like sockets. Otherwise (a terminal, a
+/// file) Tokio's stdin/stdout are used, which hand each read and write to a blocking thread
+/// (about five times the CPU per message). Non-blocking mode is set on the pipes themselves, so
+/// after the transport is done, blocking reads of `std::io::stdin` would see `WouldBlock`.
+pub fn stdio() -> StdioTransport<Stdin, Stdout> {
+    StdioTransport::new(Stdin::new(), Stdout::new())
+}
+
+/// The process's standard input, as non-blocking pipe when it is one.
+#[derive(Debug)]
+pub struct Stdin(StdinKind);
+
+#[derive(Debug)]
+enum StdinKind {
+    #[cfg(unix)]
+    Pipe(tokio::net::unix::pipe::Receiver),
+    Blocking(tokio::io::Stdin),
+}
+
+/// The process's standard output, as non-blocking pipe when it is one.
+#[derive(Debug)]
+pub struct Stdout(StdoutKind);
+
+#[derive(Debug)]
+enum StdoutKind {
+    #[cfg(unix)]
+    Pipe(tokio::net::unix::pipe::Sender),
+    Blocking(tokio::io::Stdout),
+}
+
+impl Stdin {
+    /// Standard input: a non-blocking pipe if it is a pipe, Tokio's stdin otherwise.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime with I/O enabled, when stdin is a pipe.
+    pub fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            let pipe =
+                std::io::stdin().as_fd().try_clone_to_owned().and_then(tokio::net::unix::pipe::Receiver::from_owned_fd);
+            if let Ok(p) = pipe {
+                return Stdin(StdinKind::Pipe(p));
+            }
+        }
+        Stdin(StdinKind::Blocking(tokio::io::stdin()))
+    }
+}
+
+impl Default for Stdin {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Stdout {
+    /// Standard output: a non-blocking pipe if it is a pipe, Tokio's stdout otherwise.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime with I/O enabled, when stdout is a pipe.
+    pub fn new() -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsFd;
+            let pipe =
+                std::io::stdout().as_fd().try_clone_to_owned().and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+            if let Ok(p) = pipe {
+                return Stdout(StdoutKind::Pipe(p));
+            }
+        }
+        Stdout(StdoutKind::Blocking(tokio::io::stdout()))
+    }
+}
+
+impl Default for Stdout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AsyncRead for Stdin {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(unix)]
+            StdinKind::Pipe(p) => Pin::new(p).poll_read(cx, buf),
+            StdinKind::Blocking(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stdout {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            #[cfg(unix)]
+            StdoutKind::Pipe(p) => Pin::new(p).poll_write(cx, buf),
+            StdoutKind::Blocking(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(unix)]
+            StdoutKind::Pipe(p) => Pin::new(p).poll_flush(cx),
+            StdoutKind::Blocking(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            #[cfg(unix)]
+            StdoutKind::Pipe(p) => Pin::new(p).poll_shutdown(cx),
+            StdoutKind::Blocking(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            #[cfg(unix)]
+            StdoutKind::Pipe(p) => Pin::new(p).poll_write_vectored(cx, bufs),
+            StdoutKind::Blocking(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match &self.0 {
+            #[cfg(unix)]
+            StdoutKind::Pipe(p) => p.is_write_vectored(),
+            StdoutKind::Blocking(s) => s.is_write_vectored(),
+        }
+    }
 }
