@@ -9,7 +9,6 @@ use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificat
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid};
@@ -30,7 +29,6 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
     let (in_tx, in_rx) = mpsc::channel(config.read_ahead);
     let peer = Peer::new(out_tx);
     let span = tracing::debug_span!("mcp.connection", name = config.name);
-    let tasks = TaskTracker::new();
     let stop_reading = CancellationToken::new();
     tokio::spawn(read_loop(reader, in_tx, stop_reading.clone()).instrument(span.clone()));
     let writer_done = CancellationToken::new();
@@ -39,8 +37,8 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
         service,
         peer: peer.clone(),
         sem: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
+        slots: config.max_in_flight.max(1) as u32,
         in_flight: Arc::new(Mutex::new(HashMap::new())),
-        tasks,
         max_queued: config.max_queued,
         cancel_on_input_end: config.cancel_on_input_end,
     };
@@ -119,9 +117,11 @@ async fn write_loop<W: FrameWriter>(
 struct Dispatcher<S> {
     service: Arc<S>,
     peer: Peer,
+    /// Each running request holds a permit until its response is queued; acquiring all of
+    /// them waits for every request to finish.
     sem: Arc<Semaphore>,
+    slots: u32,
     in_flight: InFlight,
-    tasks: TaskTracker,
     max_queued: usize,
     cancel_on_input_end: bool,
 }
@@ -184,9 +184,8 @@ impl<S: Service> Dispatcher<S> {
                 self.spawn(q, permit);
             }
         }
-        self.tasks.close();
         tokio::select! {
-            _ = self.tasks.wait() => {}
+            _ = self.sem.acquire_many(self.slots) => {}
             _ = self.peer.closed_token().cancelled() => {}
         }
         for (_, token) in lock(&self.in_flight).drain() {
@@ -254,7 +253,7 @@ impl<S: Service> Dispatcher<S> {
         let token = CancellationToken::new();
         lock(&self.in_flight).insert(q.id.clone(), token.clone());
         let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
-        self.tasks.spawn(async move {
+        tokio::spawn(async move {
             if let Some(bytes) = fut.await {
                 // The response waits for queue space; the permit is held until then, which is
                 // the backpressure on a peer that does not read its responses.
@@ -294,7 +293,7 @@ impl<S: Service> Dispatcher<S> {
         }
         let Ok(permit) = self.sem.clone().acquire_owned().await else { return };
         let peer = self.peer.clone();
-        self.tasks.spawn(async move {
+        tokio::spawn(async move {
             let replies: Vec<Vec<u8>> = futures_util::future::join_all(futures).await.into_iter().flatten().collect();
             if !replies.is_empty() {
                 let _ = peer.send_raw(envelope::encode_batch(&replies)).await;

@@ -39,6 +39,7 @@ struct Envelope<'a> {
     jsonrpc_ok: Option<bool>,
     id: IdField,
     method: Option<Cow<'a, str>>,
+    method_ok: bool,
     params: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
@@ -57,31 +58,30 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
                     jsonrpc_ok: None,
                     id: IdField::Absent,
                     method: None,
+                    method_ok: true,
                     params: None,
                     result: None,
                     error: None,
                 };
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    match key.as_ref() {
-                        "jsonrpc" => {
-                            let v: &RawValue = map.next_value()?;
-                            env.jsonrpc_ok = Some(v.get() == "\"2.0\"");
+                while let Some(key) = map.next_key::<Key>()? {
+                    match key {
+                        Key::JsonRpc => env.jsonrpc_ok = Some(map.next_value::<Scalar<'a>>()?.is_str("2.0")),
+                        Key::Id => {
+                            env.id = match map.next_value::<Scalar<'a>>()? {
+                                Scalar::Null => IdField::Null,
+                                Scalar::Int(n) => IdField::Valid(RequestId::Number(n)),
+                                Scalar::Str(s) => IdField::Valid(RequestId::String(s.as_ref().into())),
+                                Scalar::Other => IdField::Bad,
+                            }
                         }
-                        "id" => {
-                            let v: &RawValue = map.next_value()?;
-                            env.id = match v.get() {
-                                "null" => IdField::Null,
-                                raw => match serde_json::from_str::<RequestId>(raw) {
-                                    Ok(id) => IdField::Valid(id),
-                                    Err(_) => IdField::Bad,
-                                },
-                            };
-                        }
-                        "method" => env.method = Some(map.next_value::<MethodStr<'a>>()?.0),
-                        "params" => env.params = Some(map.next_value()?),
-                        "result" => env.result = Some(map.next_value()?),
-                        "error" => env.error = Some(map.next_value()?),
-                        _ => {
+                        Key::Method => match map.next_value::<Scalar<'a>>()? {
+                            Scalar::Str(m) => env.method = Some(m),
+                            _ => env.method_ok = false,
+                        },
+                        Key::Params => env.params = Some(map.next_value()?),
+                        Key::Result => env.result = Some(map.next_value()?),
+                        Key::Error => env.error = Some(map.next_value()?),
+                        Key::Other => {
                             map.next_value::<IgnoredAny>()?;
                         }
                     }
@@ -93,20 +93,106 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
     }
 }
 
-/// A method name; a non-string is reported as an invalid request, not a parse error.
-struct MethodStr<'a>(Cow<'a, str>);
+/// An envelope member name, recognised without allocating.
+enum Key {
+    JsonRpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
 
-impl<'de: 'a, 'a> Deserialize<'de> for MethodStr<'a> {
+impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw: &'de RawValue = Deserialize::deserialize(d)?;
-        match serde_json::from_str::<Cow<'de, str>>(raw.get()) {
-            Ok(s) => Ok(MethodStr(s)),
-            // An escaped string cannot borrow; decode it owned.
-            Err(_) => match serde_json::from_str::<String>(raw.get()) {
-                Ok(s) => Ok(MethodStr(Cow::Owned(s))),
-                Err(_) => Err(de::Error::custom("method must be a string")),
-            },
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "jsonrpc" => Key::JsonRpc,
+                    "id" => Key::Id,
+                    "method" => Key::Method,
+                    "params" => Key::Params,
+                    "result" => Key::Result,
+                    "error" => Key::Error,
+                    _ => Key::Other,
+                })
+            }
         }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// A member decoded in one pass: a string (borrowed when unescaped), an integer id, null, or
+/// anything else (skipped).
+enum Scalar<'a> {
+    Null,
+    Int(i64),
+    Str(Cow<'a, str>),
+    Other,
+}
+
+impl Scalar<'_> {
+    fn is_str(&self, want: &str) -> bool {
+        matches!(self, Scalar::Str(s) if s == want)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Scalar<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Scalar<'a>, E> {
+                Ok(i64::try_from(v).map(Scalar::Int).unwrap_or(Scalar::Other))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Scalar<'a>, E> {
+                // `1.0` is an integer written oddly; `1.5` is not an id.
+                if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
+                    Ok(Scalar::Int(v as i64))
+                } else {
+                    Ok(Scalar::Other)
+                }
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Other)
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
@@ -156,6 +242,9 @@ pub(crate) fn decode_one(text: &str) -> Result<Incoming<'_>, Invalid> {
     };
     if env.jsonrpc_ok != Some(true) {
         return Err(Invalid { id, error: ErrorObject::invalid_request("jsonrpc must be \"2.0\"") });
+    }
+    if !env.method_ok {
+        return Err(Invalid { id, error: ErrorObject::invalid_request("method must be a string") });
     }
     match (env.method, id) {
         (Some(method), Some(id)) => Ok(Incoming::Request { id, method, params: env.params }),
