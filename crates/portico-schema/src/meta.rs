@@ -28,7 +28,7 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 ///
 /// In 2026-07-28 every request carries the protocol version and client capabilities here; in
 /// the handshake era only `progressToken` is defined. Other keys are kept in `other`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct RequestMeta {
     /// The token progress notifications for this request refer to.
@@ -95,5 +95,61 @@ impl RequestMeta {
             && self.client_info.is_none()
             && self.log_level.is_none()
             && self.other.is_empty()
+    }
+}
+
+/// Decoded by hand rather than with `#[serde(flatten)]`: flattening buffers every member in a
+/// generic tree first, and this object is on every 2026-07-28 request.
+impl<'de> Deserialize<'de> for RequestMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = RequestMeta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a _meta object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta, A::Error> {
+                let mut m = RequestMeta::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "progressToken" => m.progress_token = map.next_value()?,
+                        META_PROTOCOL_VERSION => m.protocol_version = map.next_value()?,
+                        META_CLIENT_CAPABILITIES => m.client_capabilities = map.next_value()?,
+                        META_CLIENT_INFO => m.client_info = map.next_value()?,
+                        META_LOG_LEVEL => m.log_level = map.next_value()?,
+                        _ => {
+                            let v: Value = map.next_value()?;
+                            m.other.insert(key.into_owned(), v);
+                        }
+                    }
+                }
+                Ok(m)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_meta_keeps_unknown_keys_and_types_known_ones() {
+        let json = serde_json::json!({
+            "progressToken": 7,
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+            "io.modelcontextprotocol/logLevel": "warning",
+            "com.example/trace": {"a": [1, 2]}
+        });
+        let m: RequestMeta = serde_json::from_value(json.clone()).expect("meta");
+        assert_eq!(m.protocol_version.as_deref(), Some("2026-07-28"));
+        assert!(m.client_capabilities.as_ref().is_some_and(|c| c.supports_sampling()));
+        assert_eq!(m.log_level, Some(LoggingLevel::Warning));
+        assert_eq!(m.other["com.example/trace"], serde_json::json!({"a": [1, 2]}));
+        assert_eq!(serde_json::to_value(&m).expect("ser"), json);
+        assert!(serde_json::from_value::<RequestMeta>(serde_json::json!({"progressToken": null})).is_ok());
+        assert!(serde_json::from_value::<RequestMeta>(serde_json::json!([])).is_err());
     }
 }

@@ -130,12 +130,10 @@ impl Session {
             let mut rx = self.initializing.subscribe();
             let _ = rx.wait_for(|busy| !busy).await;
         }
-        let era = match peek.meta.as_ref().and_then(|m| m.protocol_version.as_deref()) {
-            Some(v) => modern_era(v, peek.meta.clone())?,
-            None => match self.handshake.get() {
-                Some(h) => {
-                    Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: peek.meta }
-                }
+        let era = match peek.meta {
+            Some(meta) if meta.protocol_version.is_some() => modern_era(meta)?,
+            other => match self.handshake.get() {
+                Some(h) => Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: other },
                 None if &*req.method == methods::PING => return encode(&EmptyResult::new()),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
@@ -552,20 +550,21 @@ fn supported_versions() -> Vec<String> {
     ALL_VERSIONS.iter().rev().map(|v| v.as_str().to_owned()).collect()
 }
 
-/// Validates a stateless-era request's `_meta`.
-fn modern_era(version: &str, meta: Option<RequestMeta>) -> Result<Era, ErrorObject> {
+/// Validates a stateless-era request's `_meta` (which carries a protocol version).
+fn modern_era(mut meta: RequestMeta) -> Result<Era, ErrorObject> {
+    let version = meta.protocol_version.as_deref().unwrap_or_default();
     let v = match ProtocolVersion::parse(version) {
         Some(v) if v.is_stateless() => v,
         _ => return Err(ErrorObject::unsupported_protocol_version(version, supported_versions())),
     };
-    let meta = meta.unwrap_or_default();
-    let Some(caps) = meta.client_capabilities.clone() else {
+    let Some(caps) = meta.client_capabilities.take() else {
         return Err(ErrorObject::invalid_params(format!(
             "missing required _meta field {}",
             portico_schema::META_CLIENT_CAPABILITIES
         )));
     };
-    Ok(Era { version: v, caps: Arc::new(caps), info: meta.client_info.clone().map(Arc::new), meta: Some(meta) })
+    let info = meta.client_info.take().map(Arc::new);
+    Ok(Era { version: v, caps: Arc::new(caps), info, meta: Some(meta) })
 }
 
 fn encode<R: Serialize>(r: &R) -> Reply {
