@@ -8,7 +8,12 @@
 
 mod prompts;
 mod resources;
+mod stateless;
+mod tasks;
 mod tools;
+
+pub use stateless::INPUT_REQUIRED_PROMPT;
+pub use tasks::FAILING_JOB_TEXT;
 
 use portico::schema::Implementation;
 use portico::server::Server;
@@ -48,6 +53,8 @@ pub fn fixture_server() -> Server {
     let builder = tools::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
+    let builder = stateless::register(builder);
+    let builder = tasks::register(builder);
     builder.build()
 }
 
