@@ -166,8 +166,10 @@ impl RequestContext {
         self.inner.client_info.as_deref()
     }
 
-    /// Cancelled when the client cancels this request or the connection closes. The handler's
-    /// future is also dropped then; the token serves work spawned outside it.
+    /// Cancelled when the client cancels this request or the connection closes; once the call
+    /// has become a task, when the task is cancelled (`tasks/cancel`) or expires instead (a
+    /// task outlives its request and connection). The handler's future is also dropped then;
+    /// the token serves work spawned outside it.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
     }
