@@ -491,8 +491,13 @@ impl Session {
             let ids: Vec<String> = serde_json::from_value(ids)
                 .map_err(|_| ErrorObject::invalid_params("notifications.taskIds must be an array of task ids"))?;
             if self.server.offers().tasks.load(Ordering::Relaxed) {
-                tasks_watched = ids.into_iter().filter(|id| self.server.tasks().get(id).is_ok()).collect();
-                let agreed: Vec<&String> = tasks_watched.iter().collect();
+                let mut agreed = Vec::new();
+                for id in ids {
+                    if !tasks_watched.contains(&id) && self.server.tasks().get(&id).is_ok() {
+                        tasks_watched.insert(id.clone());
+                        agreed.push(id);
+                    }
+                }
                 honored.extra.insert("taskIds".to_owned(), serde_json::json!(agreed));
             }
         }
