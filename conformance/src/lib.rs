@@ -8,7 +8,12 @@
 
 mod prompts;
 mod resources;
+mod stateless;
+mod tasks;
 mod tools;
+
+pub use stateless::INPUT_REQUIRED_PROMPT;
+pub use tasks::FAILING_JOB_TEXT;
 
 use portico::schema::Implementation;
 use portico::server::Server;
@@ -36,10 +41,16 @@ pub const INSTRUCTIONS: &str = "Fixtures of the MCP conformance suite, served by
 /// `test_embedded_resource`, `test_multiple_content_types`, `test_tool_with_logging`,
 /// `test_error_handling`, `test_tool_with_progress`, `test_sampling`, `test_elicitation`,
 /// `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
-/// `json_schema_2020_12_tool`. Resources: `test://static-text`, `test://static-binary`,
+/// `json_schema_2020_12_tool`; the 2026-07-28 diagnostics `test_missing_capability`,
+/// `test_streaming_elicitation`, `test_logging_tool`, `test_trigger_tool_change`,
+/// `test_trigger_prompt_change`; the input-required tools `test_input_required_result_*`;
+/// `test_custom_header` (an `x-mcp-header` parameter); and the tasks-extension tools `greet`,
+/// `slow_compute`, `failing_job`, `protocol_error_job`, `confirm_delete`, `multi_input`,
+/// `test_tool_with_task`. Resources: `test://static-text`, `test://static-binary`,
 /// `test://watched-resource` and the template `test://template/{id}/data`. Prompts:
 /// `test_simple_prompt`, `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
-/// `test_prompt_with_image`, with completions for `test_prompt_with_arguments`.
+/// `test_prompt_with_image`, [`INPUT_REQUIRED_PROMPT`], with completions for
+/// `test_prompt_with_arguments`.
 pub fn fixture_server() -> Server {
     let builder = Server::builder(
         Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")).with_title("Portico conformance fixtures"),
@@ -48,6 +59,8 @@ pub fn fixture_server() -> Server {
     let builder = tools::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
+    let builder = stateless::register(builder);
+    let builder = tasks::register(builder);
     builder.build()
 }
 

@@ -44,13 +44,25 @@ fn complete(p: &CompleteRequestParams) -> CompleteResult {
     CompleteResult::new(candidates.iter().filter(|v| v.starts_with(p.argument.value.as_str())).copied())
 }
 
+/// `test_simple_prompt`.
+fn simple_prompt() -> Prompt {
+    Prompt::new("test_simple_prompt").with_description("A simple prompt without arguments")
+}
+
+async fn simple_prompt_handler(_: NoArgs) -> Result<GetPromptResult, HandlerError> {
+    Ok(GetPromptResult::new(vec![PromptMessage::user(SIMPLE_PROMPT_TEXT)]))
+}
+
+/// Registers `test_simple_prompt` again, unchanged: the prompt list "changes" (listeners are
+/// told) while staying the same for every other scenario.
+pub(crate) fn re_register_simple_prompt(server: &portico::server::Server) {
+    server.add_prompt(simple_prompt(), simple_prompt_handler);
+}
+
 /// Adds every prompt fixture and the completion handler.
 pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .prompt(
-            Prompt::new("test_simple_prompt").with_description("A simple prompt without arguments"),
-            |_: NoArgs| async { Ok(GetPromptResult::new(vec![PromptMessage::user(SIMPLE_PROMPT_TEXT)])) },
-        )
+        .prompt(simple_prompt(), simple_prompt_handler)
         .prompt(
             Prompt::new("test_prompt_with_arguments")
                 .with_description("A prompt with two required arguments")

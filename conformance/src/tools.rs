@@ -27,7 +27,7 @@ const STEP: Duration = Duration::from_millis(50);
 
 /// Arguments of tools that take none (any object is accepted, as the suite may send `{}`).
 #[derive(Deserialize)]
-struct NoArgs {}
+pub(crate) struct NoArgs {}
 
 #[derive(Deserialize)]
 struct SamplingArgs {
@@ -44,7 +44,7 @@ struct ElicitationArgs {
     message: String,
 }
 
-fn no_args(name: &str, description: &str) -> Tool {
+pub(crate) fn no_args(name: &str, description: &str) -> Tool {
     Tool::new(name, object(json!({ "type": "object", "properties": {} }))).with_description(description)
 }
 
@@ -57,13 +57,16 @@ fn one_string_arg(name: &str, description: &str, arg: &str, arg_description: &st
     Tool::new(name, schema).with_description(description)
 }
 
-/// The input schema of `json_schema_2020_12_tool`: 2020-12 keywords that must survive listing.
+/// The input schema of `json_schema_2020_12_tool`: 2020-12 keywords that must survive listing
+/// (SEP-1613: `$schema`, `$defs`, `additionalProperties`; SEP-2106: `$anchor`, `allOf`/`anyOf`,
+/// `if`/`then`/`else`).
 fn json_schema_2020_12() -> JsonObject {
     object(json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {
                     "street": { "type": "string" },
@@ -73,8 +76,15 @@ fn json_schema_2020_12() -> JsonObject {
         },
         "properties": {
             "name": { "type": "string" },
-            "address": { "$ref": "#/$defs/address" }
+            "address": { "$ref": "#/$defs/address" },
+            "contactMethod": { "type": "string", "enum": ["phone", "email"] },
+            "phone": { "type": "string" },
+            "email": { "type": "string" }
         },
+        "allOf": [{ "anyOf": [{ "required": ["phone"] }, { "required": ["email"] }] }],
+        "if": { "properties": { "contactMethod": { "const": "phone" } }, "required": ["contactMethod"] },
+        "then": { "required": ["phone"] },
+        "else": { "required": ["email"] },
         "additionalProperties": false
     }))
 }

@@ -18,8 +18,8 @@ use portico::client::{CallOptions, Client, ClientHandler, EraMode};
 use portico::schema::{
     CallToolResult, ClientCapabilities, CompleteArgument, CompleteRequestParams, CompletionReference, ContentBlock,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode, ErrorObject,
-    Implementation, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, ResourceContents, Role,
-    SamplingMessageContentBlock, SubscriptionFilter,
+    Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams, ProtocolVersion, ResourceContents,
+    Role, Root, SamplingMessageContentBlock, SubscriptionFilter,
 };
 use portico::transport::child::{ChildHandle, ChildProcess, ChildTransport};
 use portico_conformance::{PNG_BASE64, WAV_BASE64};
@@ -32,21 +32,45 @@ type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 const SERVER: &str = env!("CARGO_BIN_EXE_conformance-server");
 const SAMPLED: &str = "This is a test response from the client";
 
-const TOOLS: [&str; 13] = [
+const TOOLS: [&str; 34] = [
+    "confirm_delete",
+    "failing_job",
+    "greet",
     "json_schema_2020_12_tool",
+    "multi_input",
+    "protocol_error_job",
+    "slow_compute",
     "test_audio_content",
+    "test_custom_header",
     "test_elicitation",
     "test_elicitation_sep1034_defaults",
     "test_elicitation_sep1330_enums",
     "test_embedded_resource",
     "test_error_handling",
     "test_image_content",
+    "test_input_required_result_capabilities",
+    "test_input_required_result_elicitation",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_request_state",
+    "test_input_required_result_sampling",
+    "test_input_required_result_tampered_state",
+    "test_logging_tool",
+    "test_missing_capability",
     "test_multiple_content_types",
     "test_sampling",
     "test_simple_text",
+    "test_streaming_elicitation",
     "test_tool_with_logging",
     "test_tool_with_progress",
+    "test_tool_with_task",
+    "test_trigger_prompt_change",
+    "test_trigger_tool_change",
 ];
+
+/// The root the test client offers.
+const ROOT: &str = "file:///conformance/root";
 
 fn spawn() -> (ChildTransport, ChildHandle) {
     let mut child = ChildProcess::new(SERVER);
@@ -87,6 +111,16 @@ fn elicitation_answer(params: &ElicitRequestParams) -> Map<String, Value> {
         json!({"username": "testuser", "email": "test@example.com"})
     } else if has("verified") {
         json!({"name": "Jane Smith", "age": 25, "score": 88, "status": "inactive", "verified": false})
+    } else if has("name") {
+        json!({"name": "Ada"})
+    } else if has("ok") {
+        json!({"ok": true})
+    } else if has("confirm") {
+        json!({"confirm": true})
+    } else if has("color") {
+        json!({"color": "blue"})
+    } else if has("context") {
+        json!({"context": "the test context"})
     } else {
         json!({"untitledSingle": "option1", "titledSingle": "value1", "legacyEnum": "opt1",
                "untitledMulti": ["option1", "option2"], "titledMulti": ["value1", "value2"]})
@@ -117,13 +151,17 @@ impl ClientHandler for Handler {
         Box::pin(async move { Ok(ElicitResult::accept(answer)) })
     }
 
+    fn list_roots(&self) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+        Box::pin(async move { Ok(ListRootsResult::new(vec![Root::new(ROOT)])) })
+    }
+
     fn on_log(&self, params: LoggingMessageNotificationParams) {
         self.seen.logs.lock().expect("lock").push(params);
     }
 }
 
 fn capabilities() -> ClientCapabilities {
-    ClientCapabilities::new().with_sampling(false).with_elicitation(true, false)
+    ClientCapabilities::new().with_sampling(false).with_elicitation(true, false).with_roots(false)
 }
 
 async fn connect(mode: EraMode, handler: Handler) -> (Client, ChildHandle, Wire) {
@@ -170,10 +208,16 @@ async fn check_content_tools(client: &Client, ctx: &str, version: ProtocolVersio
         assert!(t.description.as_deref().is_some_and(|d| !d.is_empty()), "{ctx}: {} has a description", t.name);
         assert_eq!(t.input_schema.get("type"), Some(&json!("object")), "{ctx}: {} inputSchema", t.name);
     }
-    let s = &tools[0].input_schema;
+    let s = &tools.iter().find(|t| t.name == "json_schema_2020_12_tool").expect("2020-12 tool").input_schema;
     assert_eq!(s.get("$schema"), Some(&json!("https://json-schema.org/draft/2020-12/schema")), "{ctx}");
     assert!(s.get("$defs").and_then(|d| d.get("address")).is_some(), "{ctx}: $defs kept");
     assert_eq!(s.get("additionalProperties"), Some(&json!(false)), "{ctx}");
+    for keyword in ["allOf", "if", "then", "else"] {
+        assert!(s.contains_key(keyword), "{ctx}: {keyword} kept");
+    }
+    assert_eq!(s["$defs"]["address"]["$anchor"], "addressDef", "{ctx}: $anchor kept");
+    let h = &tools.iter().find(|t| t.name == "test_custom_header").expect("header tool").input_schema;
+    assert_eq!(h["properties"]["region"]["x-mcp-header"], "Region", "{ctx}");
     let r = call(client, "json_schema_2020_12_tool", json!({"name": "Ada", "address": {"city": "Paris"}})).await;
     assert!(only_text(&r, ctx).contains("Paris"), "{ctx}");
 
@@ -406,6 +450,7 @@ async fn check_prompts(client: &Client, ctx: &str) {
     assert_eq!(
         names,
         [
+            "test_input_required_result_prompt",
             "test_prompt_with_arguments",
             "test_prompt_with_embedded_resource",
             "test_prompt_with_image",
@@ -415,7 +460,7 @@ async fn check_prompts(client: &Client, ctx: &str) {
     );
     assert!(prompts.iter().all(|p| p.description.is_some()), "{ctx}: every prompt has a description");
     let args: Vec<(&str, Option<bool>)> =
-        prompts[0].arguments.iter().flatten().map(|a| (a.name.as_str(), a.required)).collect();
+        prompts[1].arguments.iter().flatten().map(|a| (a.name.as_str(), a.required)).collect();
     assert_eq!(args, [("arg1", Some(true)), ("arg2", Some(true))], "{ctx}");
 
     let get = |name: &'static str, args: &[(&str, &str)]| {
@@ -469,6 +514,82 @@ async fn check_prompts(client: &Client, ctx: &str) {
     }
 }
 
+/// The fixtures of the 2026-07-28 scenarios (diagnostics, input requests under named keys,
+/// tasks), as a client sees them in any era. This client does not declare the tasks
+/// extension, so task-capable tools answer synchronously, and task-only ones are refused in
+/// 2026-07-28 (handshake-era clients cannot declare it: they get the result).
+async fn check_later_fixtures(client: &Client, ctx: &str, version: ProtocolVersion) {
+    let text = |r: CallToolResult| only_text(&r, ctx);
+    let call_err = |name: &'static str| async move {
+        bounded(name, client.call_tool(name, json!({}))).await.expect_err("an error").peer_error().map(|e| e.code)
+    };
+    assert_eq!(text(call(client, "greet", json!({"name": "World"})).await), "Hello, World!", "{ctx}");
+    assert_eq!(
+        text(call(client, "slow_compute", json!({"seconds": 0, "label": "x"})).await),
+        "computed x after 0 s",
+        "{ctx}"
+    );
+    assert_eq!(text(call(client, "test_logging_tool", json!({})).await), "logged", "{ctx}");
+    assert_eq!(text(call(client, "test_custom_header", json!({"region": "eu"})).await), "region=eu", "{ctx}");
+    assert_eq!(text(call(client, "test_trigger_tool_change", json!({})).await), "tool list changed", "{ctx}");
+    assert_eq!(text(call(client, "test_trigger_prompt_change", json!({})).await), "prompt list changed", "{ctx}");
+    let tools = bounded("tools/list", client.list_all_tools()).await.expect("tools/list");
+    assert_eq!(tools.len(), TOOLS.len(), "{ctx}: re-registering changes nothing");
+    assert_eq!(call_err("protocol_error_job").await, Some(ErrorCode::INTERNAL_ERROR), "{ctx}");
+    assert_eq!(
+        text(call(client, "test_missing_capability", json!({})).await),
+        format!("LLM response: {SAMPLED}"),
+        "{ctx}"
+    );
+    if version.is_stateless() {
+        let missing = Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+        assert_eq!(call_err("failing_job").await, missing, "{ctx}: tasks only");
+        assert_eq!(call_err("test_tool_with_task").await, missing, "{ctx}: tasks only");
+    } else {
+        let r = call(client, "failing_job", json!({})).await;
+        assert_eq!((r.is_error, text(r.clone()).as_str()), (Some(true), portico_conformance::FAILING_JOB_TEXT));
+    }
+    if !version.has_elicitation() {
+        return;
+    }
+    let hello = "Hello, Ada!";
+    assert_eq!(text(call(client, "test_streaming_elicitation", json!({})).await), hello, "{ctx}");
+    assert_eq!(text(call(client, "test_input_required_result_elicitation", json!({})).await), hello, "{ctx}");
+    assert_eq!(
+        text(call(client, "test_input_required_result_sampling", json!({})).await),
+        format!("Sampling response: {SAMPLED}"),
+        "{ctx}"
+    );
+    assert_eq!(
+        text(call(client, "test_input_required_result_list_roots", json!({})).await),
+        format!("Client roots: {ROOT}"),
+        "{ctx}"
+    );
+    for name in ["test_input_required_result_request_state", "test_input_required_result_tampered_state"] {
+        assert_eq!(text(call(client, name, json!({})).await), "state-ok: confirmed=true", "{ctx}");
+    }
+    assert_eq!(
+        text(call(client, "test_input_required_result_multiple_inputs", json!({})).await),
+        format!("{SAMPLED} Ada! (1 roots)"),
+        "{ctx}"
+    );
+    assert_eq!(text(call(client, "test_input_required_result_multi_round", json!({})).await), "Ada likes blue");
+    assert_eq!(
+        text(call(client, "test_input_required_result_capabilities", json!({})).await),
+        format!("sampling=Some(\"{SAMPLED}\"), elicitation=Some(\"Ada\")"),
+        "{ctx}"
+    );
+    assert_eq!(text(call(client, "confirm_delete", json!({"filename": "f.txt"})).await), "Deleted f.txt", "{ctx}");
+    assert_eq!(text(call(client, "multi_input", json!({})).await), "name=\"Ada\", confirm=true", "{ctx}");
+    if !version.is_stateless() {
+        assert_eq!(text(call(client, "test_tool_with_task", json!({})).await), hello, "{ctx}");
+    }
+    let p = bounded("prompt", client.get_prompt("test_input_required_result_prompt", BTreeMap::new()))
+        .await
+        .expect("prompt with input");
+    assert_eq!(p.messages[0].content.as_text(), Some("Use this context: the test context"), "{ctx}");
+}
+
 /// Every fixture, in one era, through the real binary; then a clean shutdown.
 async fn exercise(mode: EraMode, want: ProtocolVersion) {
     let handler = Handler::default();
@@ -499,6 +620,7 @@ async fn exercise(mode: EraMode, want: ProtocolVersion) {
     }
     check_resources(&client, &ctx, version.is_stateless()).await;
     check_prompts(&client, &ctx).await;
+    check_later_fixtures(&client, &ctx, version).await;
 
     bounded("close", client.close()).await;
     let status = bounded("shutdown", handle.shutdown()).await.expect("shutdown");

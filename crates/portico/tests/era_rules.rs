@@ -6,6 +6,11 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use portico::schema::{
+    ElicitRequestFormParams, ElicitRequestParams, ElicitResult, Implementation, RequestedSchema, StringSchema, Tool,
+    object,
+};
+use portico::server::{RequestContext, Server};
 use portico::transport::memory::{self, MemoryReader, MemoryWriter};
 use portico::transport::{FrameReader, FrameWriter, Transport};
 use serde_json::{Value, json};
@@ -18,8 +23,12 @@ struct Raw {
 
 impl Raw {
     fn new() -> Raw {
+        Raw::with(fixture_server(Arc::new(Probes::default())))
+    }
+
+    fn with(server: Server) -> Raw {
         let (a, b) = memory::pair();
-        fixture_server(Arc::new(Probes::default())).connect(b);
+        server.connect(b);
         let (r, w) = a.split();
         Raw { r, w, next: 1 }
     }
@@ -153,9 +162,12 @@ async fn request_state_is_sealed_bound_and_round_tripped() {
     other["arguments"] = json!({"x": 1});
     assert_eq!(code(&raw.call("tools/call", other).await), -32602, "foreign state");
 
-    // Answers without the state that asked for them are ignored: the tool asks again.
+    // Answers sent without state are taken too (they are the client's to give either way):
+    // the tool moves on to its next question.
     let r = raw.call("tools/call", call(json!({"inputResponses": answer}))).await;
     assert_eq!(r["result"]["resultType"], "input_required");
+    let req = r["result"]["inputRequests"].as_object().and_then(|m| m.values().next()).cloned().expect("request");
+    assert_eq!(req["method"], "sampling/createMessage", "the up-front answer was used: {r}");
 
     // The genuine retry moves on to the next round (sampling), keeping the first answer.
     let r = raw.call("tools/call", call(json!({"inputResponses": answer, "requestState": state}))).await;
@@ -216,4 +228,108 @@ async fn batches_only_in_2025_03_26() {
             assert_eq!(code(&v), -32600, "{version}");
         }
     }
+}
+
+#[tokio::test]
+async fn initialize_with_the_stateless_meta_is_an_unknown_method() {
+    let mut raw = Raw::new();
+    let mut params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}});
+    params["_meta"] = meta(json!({}));
+    // The dual-era rule: the stateless `_meta` makes it a 2026-07-28 request, and 2026-07-28
+    // has no initialize.
+    let r = raw.call("initialize", params.clone()).await;
+    assert_eq!(code(&r), -32601, "{r}");
+    // It made no session: the connection still has none, and a real handshake still works.
+    assert_eq!(code(&raw.call("tools/list", json!({})).await), -32602, "not initialized");
+    params.as_object_mut().expect("obj").remove("_meta");
+    let r = raw.call("initialize", params).await;
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
+    assert!(raw.call("tools/list", json!({})).await["result"]["tools"].is_array());
+}
+
+fn form(message: &str, property: &str) -> ElicitRequestParams {
+    ElicitRequestParams::from(ElicitRequestFormParams::new(
+        message,
+        RequestedSchema::new().with_required_property(property, StringSchema::new()),
+    ))
+}
+
+fn text(answer: &ElicitResult, property: &str) -> String {
+    answer.content.as_ref().and_then(|c| c.get(property)).and_then(Value::as_str).unwrap_or("?").to_owned()
+}
+
+/// A server whose tools ask under keys they name.
+fn keyed_server() -> Server {
+    Server::builder(Implementation::new("keyed", "1"))
+        .tool(Tool::new("greet", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
+            let a = cx.input("user_name").elicit(form("Name?", "name")).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(format!("Hello, {}!", text(&a, "name")))
+        })
+        .tool(Tool::new("two", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
+            let a = cx.input("first").elicit(form("First?", "v")).await.map_err(|e| e.to_string())?;
+            let b = cx.input("second").elicit(form("Second?", "v")).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(format!("{}+{}", text(&a, "v"), text(&b, "v")))
+        })
+        .tool(Tool::new("reserved", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
+            cx.input("input-7").elicit(form("?", "v")).await.map(|_| "asked").map_err(|e| e.to_string())
+        })
+        .build()
+}
+
+#[tokio::test]
+async fn input_requests_under_named_keys_and_answers_given_up_front() {
+    let mut raw = Raw::with(keyed_server());
+    let caps = json!({"elicitation": {}});
+    let call = |name: &str, extra: Value| {
+        let mut p = json!({"name": name, "arguments": {}, "_meta": meta(caps.clone())});
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            p[k] = v;
+        }
+        p
+    };
+    let accept = |field: &str, v: &str| json!({"action": "accept", "content": {field: v}});
+
+    // The key the handler chose is the key the client sees.
+    let r = raw.call("tools/call", call("greet", json!({}))).await;
+    assert_eq!(r["result"]["inputRequests"]["user_name"]["method"], "elicitation/create", "{r}");
+
+    // An answer sent up front (no requestState) completes the call; answers to keys nobody
+    // asks for are ignored whatever they hold.
+    let answers = json!({"user_name": accept("name", "Ada"), "stray": {"ignored": true}, "other": 5});
+    let r = raw.call("tools/call", call("greet", json!({"inputResponses": answers}))).await;
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    assert_eq!(r["result"]["content"][0]["text"], "Hello, Ada!");
+
+    // An answer that is not an answer to the request under its key refuses the request.
+    let r = raw.call("tools/call", call("greet", json!({"inputResponses": {"user_name": 12345}}))).await;
+    assert_eq!(code(&r), -32602, "{r}");
+    let wrong_kind = json!({"user_name": {"roots": []}});
+    assert_eq!(code(&raw.call("tools/call", call("greet", json!({"inputResponses": wrong_kind}))).await), -32602);
+    // `inputResponses: null` is no answers at all.
+    let r = raw.call("tools/call", call("greet", json!({"inputResponses": null}))).await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+
+    // Answers sealed in an earlier round are final: a retry cannot replace them.
+    let r = raw.call("tools/call", call("two", json!({}))).await;
+    assert!(r["result"]["inputRequests"]["first"].is_object(), "{r}");
+    let r = raw
+        .call(
+            "tools/call",
+            call(
+                "two",
+                json!({"inputResponses": {"first": accept("v", "a")}, "requestState": r["result"]["requestState"]}),
+            ),
+        )
+        .await;
+    assert!(r["result"]["inputRequests"]["second"].is_object(), "{r}");
+    let state = r["result"]["requestState"].clone();
+    let answers = json!({"first": accept("v", "EVIL"), "second": accept("v", "b")});
+    let r = raw.call("tools/call", call("two", json!({"inputResponses": answers, "requestState": state}))).await;
+    assert_eq!(r["result"]["content"][0]["text"], "a+b", "{r}");
+
+    // Keys of the form input-<n> are Portico's own.
+    let r = raw.call("tools/call", call("reserved", json!({}))).await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(r["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("reserved")), "{r}");
 }

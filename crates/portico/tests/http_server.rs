@@ -276,6 +276,62 @@ async fn stateless_requests_over_http() {
 }
 
 #[tokio::test]
+async fn initialize_with_the_stateless_meta_is_404_and_makes_no_session() {
+    let srv = start(|h| h).await;
+    let mut params =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    params["_meta"] = modern_meta(json!({}));
+    let r = srv.modern("initialize", params, None, json!({})).await;
+    assert_eq!(r.status(), 404, "2026-07-28 has no initialize");
+    assert!(r.headers().get("mcp-session-id").is_none(), "no session was made");
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["error"]["code"], -32601, "{v}");
+    assert_eq!(v["id"], "m", "the error answers the request");
+    // A handshake initialize (no stateless _meta) still makes a session.
+    srv.initialize("2025-11-25").await;
+}
+
+#[tokio::test]
+async fn task_methods_mirror_the_task_id_in_mcp_name() {
+    use portico::server::{RequestContext, TaskSupport};
+    let srv = start(|h| h).await;
+    let code = |v: Value| v["error"]["code"].as_i64().unwrap_or(0);
+    let ext = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    // Without a task-capable tool the task methods do not exist.
+    let r = srv.modern("tasks/get", json!({"taskId": "t"}), Some("t"), ext.clone()).await;
+    assert_eq!(r.status(), 404);
+
+    srv.server.add_task_tool(
+        Tool::new("job", JsonObject::new()),
+        TaskSupport::Optional,
+        |_: Value, cx: RequestContext| async move {
+            cx.continue_as_task().await;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            "done"
+        },
+    );
+    let r = srv.modern("tools/call", json!({"name": "job", "arguments": {}}), Some("job"), ext.clone()).await;
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(v["result"]["resultType"], "task", "{v}");
+    let id = v["result"]["taskId"].as_str().expect("task id").to_owned();
+
+    let r = srv.modern("tasks/get", json!({"taskId": id}), Some(&id), ext.clone()).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.expect("json")["result"]["status"], "working");
+    for name in [Some("another-task"), None] {
+        let r = srv.modern("tasks/get", json!({"taskId": id}), name, ext.clone()).await;
+        assert_eq!(r.status(), 400, "{name:?}");
+        assert_eq!(code(r.json().await.expect("json")), -32020, "{name:?}");
+    }
+    // Without the extension: 400 and -32021.
+    let r = srv.modern("tasks/cancel", json!({"taskId": id}), Some(&id), json!({})).await;
+    assert_eq!(r.status(), 400);
+    assert_eq!(code(r.json().await.expect("json")), -32021);
+    let r = srv.modern("tasks/cancel", json!({"taskId": id}), Some(&id), ext).await;
+    assert_eq!(r.json::<Value>().await.expect("json")["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
 async fn closing_a_stateless_stream_cancels_the_request() {
     let probes = Arc::new(Probes::default());
     let server = fixture_server(probes.clone());

@@ -1,21 +1,25 @@
 //! What a handler can do while it runs: report progress, log, notice cancellation, and ask the
 //! client for input — the same calls in both eras.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use portico_schema::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    Implementation, InputRequest, InputResponse, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    Implementation, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
+use super::input::RawResponses;
+use super::tasks::{AnswerKind, Task};
 use crate::error::{Error, ErrorKind};
 use crate::rpc::{Peer, RequestOptions};
 
@@ -76,25 +80,58 @@ impl LogGate {
     }
 }
 
-/// Stateless-era input requests of one request: answers known so far, and what is still needed.
+/// Stateless-era input requests of one request: answers known so far, what is still needed,
+/// and, for a tool call that may become a task, the task once it is one.
 pub(crate) struct InputState {
-    pub responses: BTreeMap<String, InputResponse>,
+    /// Answers by key: sealed ones from earlier rounds and the ones sent with this request.
+    pub responses: RawResponses,
+    /// Keys whose answers the handler used (only these are sealed for the next round).
+    pub used: Mutex<BTreeSet<String>>,
     next: AtomicUsize,
     pub needed: Mutex<BTreeMap<String, InputRequest>>,
     pub missing_capability: Mutex<Option<ClientCapabilities>>,
+    /// A key whose answer does not fit the request made under it.
+    pub invalid: Mutex<Option<String>>,
     pub signal: Notify,
+    /// The call may become a task (the tool supports tasks and the request declared them).
+    pub task_eligible: AtomicBool,
+    /// The handler asked to continue as a task.
+    escalate: AtomicBool,
+    /// The task this call became.
+    pub task: OnceLock<Arc<Task>>,
 }
 
 impl InputState {
-    pub(crate) fn new(responses: BTreeMap<String, InputResponse>) -> Self {
+    pub(crate) fn new(responses: RawResponses) -> Self {
         InputState {
             responses,
+            used: Mutex::new(BTreeSet::new()),
             next: AtomicUsize::new(0),
             needed: Mutex::new(BTreeMap::new()),
             missing_capability: Mutex::new(None),
+            invalid: Mutex::new(None),
             signal: Notify::new(),
+            task_eligible: AtomicBool::new(false),
+            escalate: AtomicBool::new(false),
+            task: OnceLock::new(),
         }
     }
+
+    /// The handler asked to continue as a task and is not one yet.
+    pub(crate) fn wants_task(&self) -> bool {
+        self.escalate.load(Ordering::SeqCst) && self.task.get().is_none()
+    }
+
+    fn in_task(&self) -> bool {
+        self.task.get().is_some()
+    }
+}
+
+/// The prefix of the keys Portico picks for input requests a handler does not name.
+const AUTO_KEY_PREFIX: &str = "input-";
+
+fn is_auto_key(key: &str) -> bool {
+    key.strip_prefix(AUTO_KEY_PREFIX).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Which client input a request needs, for capability checks and routing.
@@ -129,8 +166,10 @@ impl RequestContext {
         self.inner.client_info.as_deref()
     }
 
-    /// Cancelled when the client cancels this request or the connection closes. The handler's
-    /// future is also dropped then; the token serves work spawned outside it.
+    /// Cancelled when the client cancels this request or the connection closes; once the call
+    /// has become a task, when the task is cancelled (`tasks/cancel`) or expires instead (a
+    /// task outlives its request and connection). The handler's future is also dropped then;
+    /// the token serves work spawned outside it.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
     }
@@ -147,11 +186,15 @@ impl RequestContext {
 
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise does
     /// nothing. Values that do not increase are dropped, as the spec requires increasing ones.
+    /// Once the call has become a task, its request is answered and progress goes nowhere.
     ///
     /// # Errors
     /// When the connection is closed.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), Error> {
         let Some(token) = &self.inner.progress_token else { return Ok(()) };
+        if self.is_task() {
+            return Ok(());
+        }
         {
             let mut last = crate::rpc::lock(&self.inner.last_progress);
             if last.is_some_and(|l| progress <= l) {
@@ -167,12 +210,13 @@ impl RequestContext {
     }
 
     /// Sends a log message to the client when its level allows (`logging/setLevel` in the
-    /// handshake era, the request's `_meta` log level in 2026-07-28).
+    /// handshake era, the request's `_meta` log level in 2026-07-28). Once the call has become
+    /// a task, its request is answered and log messages go nowhere.
     ///
     /// # Errors
     /// When the connection is closed.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Into<Value>) -> Result<(), Error> {
-        if !self.inner.log.allows(level) {
+        if !self.inner.log.allows(level) || self.is_task() {
             return Ok(());
         }
         let mut p = LoggingMessageNotificationParams::new(level, data);
@@ -186,16 +230,17 @@ impl RequestContext {
     /// 2026-07-28 the request returns an input-required result and this call resumes when the
     /// client retries with the answer: the handler runs again from the start, and every input
     /// call made before returns its recorded answer at once. Keep handlers deterministic up to
-    /// their input calls, and do side effects after them.
+    /// their input calls, and do side effects after them. In a task (see
+    /// [`continue_as_task`](Self::continue_as_task)) the task waits in `input_required` until
+    /// the client answers with `tasks/update`; nothing runs again.
+    ///
+    /// The request is filed under a key Portico picks (`input-0`, `input-1`, … in call order);
+    /// [`input`](Self::input) names it instead.
     ///
     /// # Errors
     /// The client did not declare the capability, the connection closed, or the client refused.
     pub async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, Error> {
-        let answer = self.ask(Ask::Elicit(params)).await?;
-        answer.decode(|r| match r {
-            InputResponse::Elicitation(r) => Some(r),
-            _ => None,
-        })
+        self.ask(None, Ask::Elicit(params)).await
     }
 
     /// Asks the client to sample a model (`sampling/createMessage`), in either era.
@@ -203,11 +248,7 @@ impl RequestContext {
     /// # Errors
     /// As for [`elicit`](Self::elicit).
     pub async fn create_message(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, Error> {
-        let answer = self.ask(Ask::Sample(params)).await?;
-        answer.decode(|r| match r {
-            InputResponse::Sampling(r) => Some(r),
-            _ => None,
-        })
+        self.ask(None, Ask::Sample(params)).await
     }
 
     /// Asks the client for its roots (`roots/list`), in either era.
@@ -215,14 +256,67 @@ impl RequestContext {
     /// # Errors
     /// As for [`elicit`](Self::elicit).
     pub async fn list_roots(&self) -> Result<ListRootsResult, Error> {
-        let answer = self.ask(Ask::Roots).await?;
-        answer.decode(|r| match r {
-            InputResponse::ListRoots(r) => Some(r),
-            _ => None,
-        })
+        self.ask(None, Ask::Roots).await
     }
 
-    async fn ask(&self, ask: Ask) -> Result<Answer, Error> {
+    /// Names the next input request `key`: in 2026-07-28 the client sees it in
+    /// `inputRequests` under that key and answers under it. Use it when the key means
+    /// something to the client; keys must be unique within one request (within one task for
+    /// tasks), and keys of the form `input-<number>` are reserved for the ones Portico picks.
+    /// In the handshake era the key plays no part.
+    ///
+    /// ```no_run
+    /// # async fn f(cx: portico::server::RequestContext) -> Result<(), portico::Error> {
+    /// use portico::schema::{ElicitRequestFormParams, RequestedSchema};
+    /// let form = ElicitRequestFormParams::new("What is your name?", RequestedSchema::new());
+    /// let answer = cx.input("user_name").elicit(form.into()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn input(&self, key: impl Into<String>) -> KeyedInput<'_> {
+        KeyedInput { cx: self, key: key.into() }
+    }
+
+    /// Continues this tool call as a task (the `io.modelcontextprotocol/tasks` extension of
+    /// 2026-07-28), when it can be one: the tool was registered with a [`TaskSupport`] other
+    /// than `Forbidden` and the request declared the extension. Then the client receives a
+    /// `CreateTaskResult` now, the handler keeps running in the background, and the client
+    /// polls `tasks/get` for its result; input asked from here on makes the task
+    /// `input_required` until the client answers with `tasks/update`. Returns `true` then.
+    ///
+    /// Otherwise (handshake era, no extension, a tool without task support, not a tool call)
+    /// returns `false` at once and the call goes on to an ordinary result. Input asked before
+    /// this point uses the ordinary input-required round trips: a handler may gather what it
+    /// needs to decide, then continue as a task.
+    ///
+    /// [`TaskSupport`]: super::TaskSupport
+    pub async fn continue_as_task(&self) -> bool {
+        let Some(state) = self.inner.input.clone() else { return false };
+        if !state.task_eligible.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::future::poll_fn(move |_| {
+            if state.in_task() {
+                return Poll::Ready(true);
+            }
+            // The era layer stops polling the request here, makes the task, and runs this
+            // future on as the task: its next poll finds the task.
+            if !state.escalate.swap(true, Ordering::SeqCst) {
+                state.signal.notify_one();
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// True once this call runs as a task.
+    pub fn is_task(&self) -> bool {
+        self.inner.input.as_ref().is_some_and(|s| s.in_task())
+    }
+
+    async fn ask<T: DeserializeOwned>(&self, key: Option<String>, ask: Ask) -> Result<T, Error> {
+        if key.as_deref().is_some_and(is_auto_key) {
+            return Err(Error::local("input keys of the form input-<number> are reserved for Portico"));
+        }
         let caps = &self.inner.client_caps;
         let v = self.inner.version;
         let exists = match &ask {
@@ -254,19 +348,34 @@ impl RequestContext {
                     "in 2026-07-28 only tools/call, prompts/get and resources/read may ask the client for input",
                 ));
             };
-            let key = format!("input-{}", state.next.fetch_add(1, Ordering::SeqCst));
+            let key = key.unwrap_or_else(|| format!("{AUTO_KEY_PREFIX}{}", state.next.fetch_add(1, Ordering::SeqCst)));
             if let Some(answer) = state.responses.get(&key) {
-                return Ok(Answer::Modern(Box::new(answer.clone())));
+                if let Ok(t) = serde_json::from_str::<T>(answer.get()) {
+                    crate::rpc::lock(&state.used).insert(key);
+                    return Ok(t);
+                }
+                if !state.in_task() {
+                    // Not an answer to this request: the era layer refuses the request.
+                    *crate::rpc::lock(&state.invalid) = Some(key);
+                    state.signal.notify_one();
+                    return std::future::pending().await;
+                }
+            }
+            if let Some(task) = state.task.get() {
+                if !supported {
+                    return Err(Error::new(
+                        ErrorKind::PeerIncompatible,
+                        "the client did not declare the capability this request needs",
+                    ));
+                }
+                let (request, kind) = ask.into_request();
+                let answer = task.ask(key, request, kind).await?;
+                return serde_json::from_str(answer.get()).map_err(bad_answer);
             }
             if !supported {
                 *crate::rpc::lock(&state.missing_capability) = Some(required);
             } else {
-                let request = match ask {
-                    Ask::Elicit(p) => InputRequest::elicit(p),
-                    Ask::Sample(p) => InputRequest::sampling(p),
-                    Ask::Roots => InputRequest::list_roots(),
-                };
-                crate::rpc::lock(&state.needed).insert(key, request);
+                crate::rpc::lock(&state.needed).insert(key, ask.into_request().0);
             }
             // The era layer ends the handler here and answers with an input-required result.
             state.signal.notify_one();
@@ -289,24 +398,51 @@ impl RequestContext {
             Ask::Sample(p) => peer.request(methods::SAMPLING_CREATE_MESSAGE, Some(&p), options).await?,
             Ask::Roots => peer.request::<Value, Value>(methods::ROOTS_LIST, None, options).await?,
         };
-        Ok(Answer::Legacy(v))
+        serde_json::from_value(v).map_err(bad_answer)
     }
 }
 
-enum Answer {
-    Legacy(Value),
-    Modern(Box<InputResponse>),
+impl Ask {
+    fn into_request(self) -> (InputRequest, AnswerKind) {
+        match self {
+            Ask::Elicit(p) => (InputRequest::elicit(p), AnswerKind::Elicitation),
+            Ask::Sample(p) => (InputRequest::sampling(p), AnswerKind::Sampling),
+            Ask::Roots => (InputRequest::list_roots(), AnswerKind::Roots),
+        }
+    }
 }
 
-impl Answer {
-    /// The typed answer: decoded from JSON (handshake era) or picked from the input response.
-    fn decode<T: serde::de::DeserializeOwned>(self, pick: fn(InputResponse) -> Option<T>) -> Result<T, Error> {
-        match self {
-            Answer::Legacy(v) => serde_json::from_value(v).map_err(bad_answer),
-            Answer::Modern(b) => {
-                pick(*b).ok_or_else(|| Error::misbehaved("the client answered with another kind of result"))
-            }
-        }
+/// An input request under a key the handler chose; see [`RequestContext::input`].
+#[derive(Debug)]
+#[must_use = "a keyed input does nothing until one of its requests is awaited"]
+pub struct KeyedInput<'a> {
+    cx: &'a RequestContext,
+    key: String,
+}
+
+impl KeyedInput<'_> {
+    /// [`RequestContext::elicit`] under this key.
+    ///
+    /// # Errors
+    /// As for [`RequestContext::elicit`]; also when the key is one of Portico's own.
+    pub async fn elicit(self, params: ElicitRequestParams) -> Result<ElicitResult, Error> {
+        self.cx.ask(Some(self.key), Ask::Elicit(params)).await
+    }
+
+    /// [`RequestContext::create_message`] under this key.
+    ///
+    /// # Errors
+    /// As for [`RequestContext::elicit`].
+    pub async fn create_message(self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, Error> {
+        self.cx.ask(Some(self.key), Ask::Sample(params)).await
+    }
+
+    /// [`RequestContext::list_roots`] under this key.
+    ///
+    /// # Errors
+    /// As for [`RequestContext::elicit`].
+    pub async fn list_roots(self) -> Result<ListRootsResult, Error> {
+        self.cx.ask(Some(self.key), Ask::Roots).await
     }
 }
 

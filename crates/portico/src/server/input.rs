@@ -1,17 +1,26 @@
 //! Stateless-era input requests (2026-07-28 multi round-trip requests): run a handler until it
 //! asks the client for something it does not have yet, then answer with an input-required
-//! result whose sealed `requestState` carries every answer so far.
+//! result whose sealed `requestState` carries every answer used so far.
+//!
+//! A tool may also turn into a task here (the `io.modelcontextprotocol/tasks` extension): when
+//! its handler asks to continue as a task and needs no further input, the handler's future is
+//! handed back, still alive, to be run as a task.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use portico_schema::{ErrorObject, InputRequiredResult, InputResponses};
+use portico_schema::{ErrorObject, InputRequiredResult};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use super::context::InputState;
 use super::sealed::StateSealer;
 use crate::rpc::lock;
+
+/// `inputResponses` as sent: answers by key, left raw until a handler asks for one (so answers
+/// to keys nobody asks for are ignored whatever they contain).
+pub(crate) type RawResponses = BTreeMap<String, Box<RawValue>>;
 
 /// The request identity a `requestState` is bound to: method, tool or prompt name or resource
 /// URI, and the arguments (canonical: keys sorted), so state from another call is refused.
@@ -21,37 +30,37 @@ pub(crate) fn binding(method: &str, target: &str, arguments: Option<&str>) -> Ve
     super::sealed::request_binding(method, target, args.as_ref(), None)
 }
 
-/// What `requestState` holds, sealed.
+/// What `requestState` holds, sealed: the answers the handler used in earlier rounds.
 #[derive(Serialize, Deserialize)]
 struct Sealed {
-    /// Answers of earlier rounds.
-    r: InputResponses,
-    /// Keys asked in the last round: only these are taken from `inputResponses`.
-    a: Vec<String>,
+    r: RawResponses,
 }
 
-/// Opens `requestState` (if any) and merges the answers the client sent for the keys asked.
+/// Opens `requestState` (if any) and adds the answers the client sent now.
+///
+/// Answers sealed in earlier rounds are final: a retry cannot replace them. Any other answer
+/// is taken as sent, whether or not this server asked for its key in the last round: the
+/// answers are the client's to give either way, and a client that answers up front (without
+/// `requestState`) saves a round trip. Answers to keys the handler never asks for are ignored.
 pub(crate) fn open(
     sealer: &StateSealer,
     binding: impl FnOnce() -> Vec<u8>,
     request_state: Option<&str>,
-    responses: Option<InputResponses>,
+    responses: Option<RawResponses>,
 ) -> Result<InputState, ErrorObject> {
-    let (mut known, asked) = match request_state {
-        None => (BTreeMap::new(), Vec::new()),
+    let mut known = match request_state {
+        None => BTreeMap::new(),
         Some(s) => {
             let bytes = sealer
                 .open(&binding(), s)
                 .map_err(|e| ErrorObject::invalid_params(format!("invalid requestState: {e}")))?;
             let sealed: Sealed =
                 serde_json::from_slice(&bytes).map_err(|_| ErrorObject::invalid_params("invalid requestState"))?;
-            (sealed.r, sealed.a)
+            sealed.r
         }
     };
     for (k, v) in responses.unwrap_or_default() {
-        if asked.contains(&k) {
-            known.insert(k, v);
-        }
+        known.entry(k).or_insert(v);
     }
     Ok(InputState::new(known))
 }
@@ -61,37 +70,56 @@ pub(crate) enum Outcome<T> {
     InputRequired(InputRequiredResult),
 }
 
+/// What became of a handler that may turn into a task.
+pub(crate) enum Stage<T> {
+    Done(T),
+    InputRequired(InputRequiredResult),
+    /// The handler asked to continue as a task; here is its future, to be run as one.
+    Task(BoxFuture<'static, T>),
+}
+
 /// Runs `fut`; in the stateless era, stops it when it needs input and builds the result.
 pub(crate) async fn run<T>(
     fut: BoxFuture<'static, T>,
     state: Option<Arc<InputState>>,
     sealer: &StateSealer,
     binding: impl FnOnce() -> Vec<u8>,
-) -> Result<Outcome<T>, ErrorObject> {
-    let Some(state) = state else { return Ok(Outcome::Done(fut.await)) };
+) -> Result<Stage<T>, ErrorObject> {
+    let Some(state) = state else { return Ok(Stage::Done(fut.await)) };
     let mut fut = fut;
     tokio::select! {
         biased;
-        r = &mut fut => return Ok(Outcome::Done(r)),
+        r = &mut fut => return Ok(Stage::Done(r)),
         _ = state.signal.notified() => {}
     }
     // Every branch of the handler that was ready to ask has asked during that poll.
-    drop(fut);
+    if let Some(key) = lock(&state.invalid).take() {
+        return Err(ErrorObject::invalid_params(format!(
+            "inputResponses[{key}] is not an answer to the request this server made under that key"
+        )));
+    }
     if let Some(required) = lock(&state.missing_capability).take() {
         return Err(ErrorObject::missing_client_capability(required));
     }
     let needed = std::mem::take(&mut *lock(&state.needed));
-    let sealed = Sealed { r: state.responses.clone(), a: needed.keys().cloned().collect() };
+    if needed.is_empty() && state.wants_task() {
+        return Ok(Stage::Task(fut));
+    }
+    drop(fut);
+    let used = std::mem::take(&mut *lock(&state.used));
+    let sealed = Sealed {
+        r: state.responses.iter().filter(|(k, _)| used.contains(*k)).map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
     let bytes = serde_json::to_vec(&sealed).map_err(|_| ErrorObject::internal_error("cannot encode requestState"))?;
     let mut r = InputRequiredResult::new();
     r.request_state = Some(sealer.seal(&binding(), &bytes));
     if !needed.is_empty() {
         r.input_requests = Some(needed);
     }
-    Ok(Outcome::InputRequired(r))
+    Ok(Stage::InputRequired(r))
 }
 
-/// [`run`] for handlers that may fail with a wire error.
+/// [`run`] for handlers that may fail with a wire error (they never become tasks).
 pub(crate) async fn run_fallible<T>(
     fut: BoxFuture<'static, Result<T, ErrorObject>>,
     state: Option<Arc<InputState>>,
@@ -99,7 +127,9 @@ pub(crate) async fn run_fallible<T>(
     binding: impl FnOnce() -> Vec<u8>,
 ) -> Result<Outcome<T>, ErrorObject> {
     match run(fut, state, sealer, binding).await? {
-        Outcome::Done(r) => r.map(Outcome::Done),
-        Outcome::InputRequired(r) => Ok(Outcome::InputRequired(r)),
+        Stage::Done(r) => r.map(Outcome::Done),
+        Stage::InputRequired(r) => Ok(Outcome::InputRequired(r)),
+        // Only tool calls are ever eligible.
+        Stage::Task(_) => Err(ErrorObject::internal_error("only tool calls can become tasks")),
     }
 }

@@ -34,6 +34,7 @@ mod input;
 mod registry;
 pub mod sealed;
 pub(crate) mod session;
+mod tasks;
 pub mod uri_template;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,12 +47,13 @@ use portico_schema::{
 };
 use tokio::sync::broadcast;
 
-pub use context::RequestContext;
+pub use context::{KeyedInput, RequestContext};
 pub use handler::{HandlerError, IntoCallToolResult, Json};
 pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
 };
 pub use sealed::{SealingKey, StateSealer};
+pub use tasks::{TASKS_EXTENSION, TaskSupport};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::error::Error;
@@ -84,6 +86,8 @@ struct Inner {
     events: broadcast::Sender<Event>,
     /// First pages of `tools/list`, encoded per revision; cleared when tools change.
     tools_cache: RwLock<Vec<(ProtocolVersion, Bytes)>>,
+    /// Tasks of the tasks extension.
+    tasks: tasks::TaskStore,
 }
 
 #[derive(Clone)]
@@ -93,6 +97,7 @@ struct Config {
     cache_scope: CacheScope,
     sealer: StateSealer,
     rpc: RpcConfig,
+    tasks: tasks::TaskConfig,
 }
 
 /// Which capabilities are declared.
@@ -101,6 +106,8 @@ pub(crate) struct Offers {
     pub resources: AtomicBool,
     pub prompts: AtomicBool,
     pub completions: bool,
+    /// The tasks extension (2026-07-28): some tool supports tasks.
+    pub tasks: AtomicBool,
 }
 
 /// A change the server tells interested clients about.
@@ -110,6 +117,8 @@ pub(crate) enum Event {
     PromptsChanged,
     ResourcesChanged,
     ResourceUpdated(Arc<str>),
+    /// A task of the tasks extension changed status (by id).
+    TaskChanged(Arc<str>),
 }
 
 /// Builds a [`Server`].
@@ -137,6 +146,7 @@ impl Server {
                 cache_scope: CacheScope::Public,
                 sealer: StateSealer::random(),
                 rpc: RpcConfig { name: "server", ..RpcConfig::default() },
+                tasks: tasks::TaskConfig::default(),
             },
             tools: false,
             resources: false,
@@ -150,7 +160,9 @@ impl Server {
     }
 
     /// What the server declares now. A server built without tools declares `tools` from the
-    /// first `add_tool` on (for clients that connect or discover after it).
+    /// first `add_tool` on (for clients that connect or discover after it). A server with a
+    /// tool that supports tasks declares the tasks extension (`capabilities.extensions`), which
+    /// only 2026-07-28 clients see.
     pub fn capabilities(&self) -> ServerCapabilities {
         let o = &self.inner.offers;
         let mut c = ServerCapabilities::default();
@@ -167,7 +179,16 @@ impl Server {
         if o.completions {
             c.completions = Some(Default::default());
         }
+        if o.tasks.load(Ordering::Relaxed) {
+            let mut ext = serde_json::Map::new();
+            ext.insert(TASKS_EXTENSION.to_owned(), serde_json::Value::Object(serde_json::Map::new()));
+            c.extensions = Some(ext);
+        }
         c
+    }
+
+    pub(crate) fn tasks(&self) -> &tasks::TaskStore {
+        &self.inner.tasks
     }
 
     pub(crate) fn offers(&self) -> &Offers {
@@ -197,9 +218,17 @@ impl Server {
 
     /// Adds or replaces a tool; connected clients are told the list changed.
     pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
+        self.add_task_tool(tool, TaskSupport::Forbidden, handler);
+    }
+
+    /// Adds or replaces a tool that may run as a task (see [`ServerBuilder::task_tool`]).
+    pub fn add_task_tool<M>(&self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) {
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true, tasks };
         self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
         self.inner.offers.tools.store(true, Ordering::Relaxed);
+        if tasks != TaskSupport::Forbidden {
+            self.inner.offers.tasks.store(true, Ordering::Relaxed);
+        }
         self.tools_changed();
     }
 
@@ -216,7 +245,7 @@ impl Server {
     pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
         let changed = self.write(|r| match r.tools.get_mut(name) {
             Some(e) if e.enabled != enabled => {
-                *e = Arc::new(ToolEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
+                *e = Arc::new(ToolEntry { def: e.def.clone(), handler: e.handler.clone(), enabled, tasks: e.tasks });
                 Some(true)
             }
             Some(_) => Some(false),
@@ -315,9 +344,45 @@ impl ServerBuilder {
     }
 
     /// Adds a tool and its handler.
-    pub fn tool<M>(mut self, tool: Tool, handler: impl ToolHandler<M>) -> Self {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true };
+    pub fn tool<M>(self, tool: Tool, handler: impl ToolHandler<M>) -> Self {
+        self.task_tool(tool, TaskSupport::Forbidden, handler)
+    }
+
+    /// Adds a tool that may run as a task (the `io.modelcontextprotocol/tasks` extension of
+    /// 2026-07-28, which the server then declares). Its handler decides where the task begins
+    /// by calling [`RequestContext::continue_as_task`]; see [`TaskSupport`] for clients that
+    /// did not declare the extension.
+    ///
+    /// ```no_run
+    /// use portico::schema::{Implementation, Tool};
+    /// use portico::server::{RequestContext, Server, TaskSupport};
+    ///
+    /// let server = Server::builder(Implementation::new("jobs", "1.0.0"))
+    ///     .task_tool(Tool::without_arguments("rebuild_index"), TaskSupport::Optional, |_: serde_json::Value, cx: RequestContext| async move {
+    ///         cx.continue_as_task().await;
+    ///         // … long work; a task's client polls tasks/get for this result.
+    ///         "index rebuilt"
+    ///     })
+    ///     .build();
+    /// ```
+    pub fn task_tool<M>(mut self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) -> Self {
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true, tasks };
         self.registry.tools.insert(entry.def.name.clone(), Arc::new(entry));
+        self
+    }
+
+    /// How long tasks stay retrievable after their creation (default one hour) and how often
+    /// clients should poll them (default 500 ms).
+    pub fn task_lifetimes(mut self, ttl: std::time::Duration, poll_interval: std::time::Duration) -> Self {
+        self.config.tasks.ttl = ttl;
+        self.config.tasks.poll_interval = poll_interval;
+        self
+    }
+
+    /// How many tasks the server keeps at most (default 4096); expired ones make room first,
+    /// and a tool call that would need another is refused with an internal error.
+    pub fn max_tasks(mut self, n: usize) -> Self {
+        self.config.tasks.max_tasks = n.max(1);
         self
     }
 
@@ -420,8 +485,10 @@ impl ServerBuilder {
             resources: AtomicBool::new(self.resources || !r.resources.is_empty() || !r.templates.is_empty()),
             prompts: AtomicBool::new(self.prompts || !r.prompts.is_empty()),
             completions: r.completion.is_some(),
+            tasks: AtomicBool::new(r.tools.values().any(|t| t.tasks != TaskSupport::Forbidden)),
         };
         let (events, _) = broadcast::channel(256);
+        let tasks = tasks::TaskStore::new(self.config.tasks, events.clone());
         Server {
             inner: Arc::new(Inner {
                 info_json: serde_json::to_value(&self.info).unwrap_or_default(),
@@ -432,6 +499,7 @@ impl ServerBuilder {
                 config: self.config,
                 events,
                 tools_cache: RwLock::new(Vec::new()),
+                tasks,
             }),
         }
     }

@@ -208,6 +208,7 @@ pub(crate) struct ToolEntry {
     pub def: Tool,
     pub handler: ErasedTool,
     pub enabled: bool,
+    pub tasks: super::TaskSupport,
 }
 
 pub(crate) struct ResourceEntry {

@@ -12,9 +12,8 @@ use portico_schema::{
     ALL_VERSIONS, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, META_SERVER_INFO,
-    META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestMeta,
-    ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams,
-    methods,
+    META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProtocolVersion, RequestMeta, ResultEnvelope, ResultType,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, methods,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -23,7 +22,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::context::{Inner as CtxInner, InputState, LEVEL_UNSET, LogGate, RequestContext};
+use super::input::RawResponses;
 use super::registry::{Entry, InvalidCursor, Registry, page};
+use super::tasks::{self, TaskSupport};
 use super::{Event, Server, downgrade, input};
 use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
 
@@ -65,7 +66,18 @@ struct NamedCall<'a> {
     #[serde(borrow, default)]
     arguments: Option<&'a RawValue>,
     #[serde(default)]
-    input_responses: Option<portico_schema::InputResponses>,
+    input_responses: Option<RawResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// The params of `resources/read`, with the input responses left raw.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadCall {
+    uri: String,
+    #[serde(default)]
+    input_responses: Option<RawResponses>,
     #[serde(default)]
     request_state: Option<String>,
 }
@@ -119,12 +131,21 @@ impl Session {
             Some(p) if !may_hold_meta(p.get()) => MetaPeek { meta: None },
             _ => parse(params)?,
         };
-        if &*req.method == methods::INITIALIZE {
-            let r = self.initialize(params, &peer);
-            self.initializing.send_replace(false);
-            return r;
-        }
         let modern = peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        if &*req.method == methods::INITIALIZE {
+            if modern {
+                // A request carrying the stateless `_meta` is a 2026-07-28 request, and that
+                // revision has no `initialize`: it falls through to "method not found". It
+                // creates no session, so it must not hold up what was pipelined behind it.
+                if self.handshake.get().is_none() {
+                    self.initializing.send_replace(false);
+                }
+            } else {
+                let r = self.initialize(params, &peer);
+                self.initializing.send_replace(false);
+                return r;
+            }
+        }
         if !modern && self.handshake.get().is_none() && *self.initializing.borrow() {
             // Pipelined behind initialize: belong to the session it is creating.
             let mut rx = self.initializing.subscribe();
@@ -159,7 +180,10 @@ impl Session {
         // stream), not to the stream of the initialize request.
         self.start_forwarding(self.peer.get().cloned().unwrap_or_else(|| peer.clone()));
         let inner = &self.server.inner;
-        let mut r = InitializeResult::new(version.as_str(), self.server.capabilities(), inner.info.clone());
+        let mut caps = self.server.capabilities();
+        // Extensions (the tasks extension) are served to 2026-07-28 requests only.
+        caps.extensions = None;
+        let mut r = InitializeResult::new(version.as_str(), caps, inner.info.clone());
         r.instructions = inner.instructions.clone();
         encode_for(&r, version, downgrade::initialize_result)
     }
@@ -245,11 +269,16 @@ impl Session {
                     .completion
                     .clone()
                     .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
-                let cx = self.context(&req, &era, peer, None);
+                let cx = self.context(&req, &era, peer, None, req.cancel.clone());
                 let r = handler(p, cx).await.map_err(|e| e.into_error_object(era.version))?;
                 self.finish(r, &era)
             }
             methods::SUBSCRIPTIONS_LISTEN if modern => self.listen(req, era, peer).await,
+            methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
+                if modern && offers.tasks.load(Ordering::Relaxed) =>
+            {
+                self.task_method(&req, &era)
+            }
             _ => Err(ErrorObject::method_not_found(&req.method)),
         }
     }
@@ -309,9 +338,28 @@ impl Session {
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
         };
+        // The tasks extension: only stateless-era requests that declare it get tasks.
+        let task_tool = era.version.is_stateless() && entry.tasks != TaskSupport::Forbidden;
+        let declared = task_tool && tasks::declared(&era.caps);
+        if task_tool && !declared && entry.tasks == TaskSupport::Required {
+            return Err(ErrorObject::missing_client_capability(tasks::required_capabilities()));
+        }
         let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
         let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let cx = self.context(&req, &era, peer, state.clone());
+        let eligible = declared && state.is_some();
+        // A call that may become a task gets a cancellation of its own, so the task can
+        // outlive the request: cancelled with the request until then (the guard fires when
+        // this future is dropped), by tasks/cancel after.
+        let (cancel, guard) = if eligible {
+            let t = CancellationToken::new();
+            (t.clone(), Some(t.drop_guard()))
+        } else {
+            (req.cancel.clone(), None)
+        };
+        if let (true, Some(s)) = (eligible, &state) {
+            s.task_eligible.store(true, Ordering::SeqCst);
+        }
+        let cx = self.context(&req, &era, peer, state.clone(), cancel.clone());
         let fut = match (entry.handler)(p.arguments, cx) {
             Ok(fut) => fut,
             Err(e) if era.version.tool_input_errors_are_results() => {
@@ -322,9 +370,52 @@ impl Session {
                 return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
             }
         };
-        match input::run(fut, state, &self.server.inner.config.sealer, binding).await? {
-            input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
-            input::Outcome::InputRequired(r) => self.finish(r, &era),
+        let outcome = input::run(fut, state.clone(), &self.server.inner.config.sealer, binding).await;
+        if let Some(g) = guard {
+            g.disarm();
+        }
+        match outcome? {
+            input::Stage::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
+            input::Stage::InputRequired(r) => self.finish(r, &era),
+            input::Stage::Task(fut) => {
+                let task = self.server.tasks().create(cancel)?;
+                if let Some(s) = &state {
+                    let _ = s.task.set(task.clone());
+                }
+                tasks::spawn(task.clone(), fut, |mut r: CallToolResult| {
+                    *r.result_type_mut() = Some(ResultType::Complete);
+                    serde_json::to_string(&r)
+                        .and_then(RawValue::from_string)
+                        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+                });
+                self.finish(task.created_result(), &era)
+            }
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: only for requests that declare the tasks
+    /// extension (`-32021` otherwise), and only for tasks that exist (`-32602` otherwise).
+    fn task_method(&self, req: &IncomingRequest, era: &Era) -> Reply {
+        if !tasks::declared(&era.caps) {
+            return Err(ErrorObject::missing_client_capability(tasks::required_capabilities()));
+        }
+        let params = req.params.as_deref();
+        let store = self.server.tasks();
+        match &*req.method {
+            methods::TASKS_GET => {
+                let p: tasks::TaskIdParams = parse(params)?;
+                self.finish(store.get(&p.task_id)?.detailed(), era)
+            }
+            methods::TASKS_UPDATE => {
+                let p: tasks::UpdateParams = parse(params)?;
+                store.get(&p.task_id)?.update(p.input_responses.unwrap_or_default())?;
+                self.finish(EmptyResult::new(), era)
+            }
+            _ => {
+                let p: tasks::TaskIdParams = parse(params)?;
+                store.get(&p.task_id)?.request_cancel();
+                self.finish(EmptyResult::new(), era)
+            }
         }
     }
 
@@ -349,7 +440,7 @@ impl Session {
         }
         let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
         let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let cx = self.context(&req, &era, peer, state.clone());
+        let cx = self.context(&req, &era, peer, state.clone(), req.cancel.clone());
         let fut = (entry.handler)(p.arguments, cx).map_err(|e| {
             ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name))
         })?;
@@ -364,14 +455,14 @@ impl Session {
     }
 
     async fn read_resource(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        let p: ReadResourceRequestParams = parse(req.params.as_deref())?;
+        let p: ReadCall = parse(req.params.as_deref())?;
         let found = self.server.registry().find_resource(&p.uri);
         let Some((handler, rr)) = found else {
             return Err(super::HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
         };
         let binding = || input::binding(&req.method, &p.uri, None);
         let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let cx = self.context(&req, &era, peer, state.clone());
+        let cx = self.context(&req, &era, peer, state.clone(), req.cancel.clone());
         let version = era.version;
         let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
         match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
@@ -398,6 +489,28 @@ impl Session {
         honored.resource_subscriptions = honored
             .resource_subscriptions
             .filter(|_| caps.resources.as_ref().is_some_and(|t| t.subscribe == Some(true)));
+        // Only what this server delivers is acknowledged: unknown kinds are dropped. Task
+        // status (the tasks extension) needs the extension declared, and covers known tasks.
+        let task_ids = honored.extra.remove("taskIds");
+        honored.extra.clear();
+        let mut tasks_watched = HashSet::new();
+        if let Some(ids) = task_ids {
+            if !tasks::declared(&era.caps) {
+                return Err(ErrorObject::missing_client_capability(tasks::required_capabilities()));
+            }
+            let ids: Vec<String> = serde_json::from_value(ids)
+                .map_err(|_| ErrorObject::invalid_params("notifications.taskIds must be an array of task ids"))?;
+            if self.server.offers().tasks.load(Ordering::Relaxed) {
+                let mut agreed = Vec::new();
+                for id in ids {
+                    if !tasks_watched.contains(&id) && self.server.tasks().get(&id).is_ok() {
+                        tasks_watched.insert(id.clone());
+                        agreed.push(id);
+                    }
+                }
+                honored.extra.insert("taskIds".to_owned(), serde_json::json!(agreed));
+            }
+        }
         let sub_id = serde_json::to_value(&req.id).unwrap_or(Value::Null);
         let mut meta = Meta::new();
         meta.insert(META_SUBSCRIPTION_ID.to_owned(), sub_id);
@@ -427,6 +540,13 @@ impl Session {
                 Event::ResourceUpdated(uri) if uris.contains(&*uri) => {
                     (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri))
                 }
+                Event::TaskChanged(id) if tasks_watched.contains(&*id) => {
+                    let Ok(task) = self.server.tasks().get(&id) else { continue };
+                    if peer.notify(methods::NOTIFICATION_TASKS, Some(&task.notification(meta.clone()))).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let mut p = params.clone();
@@ -445,7 +565,7 @@ impl Session {
         era: &Era,
         binding: impl FnOnce() -> Vec<u8>,
         request_state: Option<&str>,
-        responses: Option<portico_schema::InputResponses>,
+        responses: Option<RawResponses>,
     ) -> Result<Option<Arc<InputState>>, ErrorObject> {
         if !era.version.is_stateless() {
             return Ok(None);
@@ -453,13 +573,20 @@ impl Session {
         input::open(&self.server.inner.config.sealer, binding, request_state, responses).map(|s| Some(Arc::new(s)))
     }
 
-    fn context(&self, req: &IncomingRequest, era: &Era, peer: Peer, input: Option<Arc<InputState>>) -> RequestContext {
+    fn context(
+        &self,
+        req: &IncomingRequest,
+        era: &Era,
+        peer: Peer,
+        input: Option<Arc<InputState>>,
+        cancel: CancellationToken,
+    ) -> RequestContext {
         let meta = era.meta.as_ref();
         RequestContext::new(CtxInner {
             id: req.id.clone(),
             version: era.version,
             peer,
-            cancel: req.cancel.clone(),
+            cancel,
             client_caps: era.caps.clone(),
             client_info: era.info.clone(),
             progress_token: meta.and_then(|m| m.progress_token.clone()),
@@ -532,6 +659,8 @@ impl Session {
                         }
                         (methods::NOTIFICATION_RESOURCES_UPDATED, Some(uri))
                     }
+                    // Tasks are a 2026-07-28 extension.
+                    Ok(Event::TaskChanged(_)) => continue,
                     Err(_) => return,
                 };
                 let sent = match uri {

@@ -122,15 +122,20 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, msg: Incoming<'_>) -> 
     let session = sid.and_then(|id| shared.sessions.get(id));
     match msg {
         Incoming::Request { id, method, params } => {
-            if method == methods::INITIALIZE {
-                return initialize(&shared, headers, id, params).await;
-            }
             let meta = match peek_meta(params) {
                 Ok(m) => m,
+                // Whatever is wrong with it, a handshake request's `_meta` is for initialize
+                // to judge.
+                Err(_) if method == methods::INITIALIZE => None,
                 Err(e) => return error_response(StatusCode::BAD_REQUEST, Some(&id), &e),
             };
+            // The dual-era rule: a request carrying the stateless `_meta` is a 2026-07-28
+            // request, whatever its method (`initialize` included, which that revision lacks).
             if let Some(meta) = meta {
                 return stateless(&shared, headers, id, &method, params, meta).await;
+            }
+            if method == methods::INITIALIZE {
+                return initialize(&shared, headers, id, params).await;
             }
             match (sid, session) {
                 (Some(_), Some(s)) => {
@@ -243,18 +248,26 @@ fn check_mirrored(
         name: Option<Cow<'a, str>>,
         #[serde(borrow, default)]
         uri: Option<Cow<'a, str>>,
+        #[serde(borrow, default, rename = "taskId")]
+        task_id: Option<Cow<'a, str>>,
         #[serde(default)]
         arguments: Option<JsonObject>,
     }
+    // The tasks extension names the task in Mcp-Name on its methods (when the server has it;
+    // otherwise they are unknown methods).
+    let task_method = matches!(method, methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL)
+        && shared.server.offers().tasks.load(std::sync::atomic::Ordering::Relaxed);
+    let named = matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ);
     let target: Target<'_> = match params {
-        Some(p) if matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ) => {
+        Some(p) if named || task_method => {
             serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?
         }
-        _ => Target { name: None, uri: None, arguments: None },
+        _ => Target { name: None, uri: None, task_id: None, arguments: None },
     };
     let name = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => target.name.as_deref(),
         methods::RESOURCES_READ => target.uri.as_deref(),
+        _ if task_method => target.task_id.as_deref(),
         _ => None,
     };
     let registry;
