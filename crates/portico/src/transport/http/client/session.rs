@@ -10,6 +10,7 @@ use portico_schema::methods;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
+use super::Ordered;
 use super::frame::{self, Outgoing};
 use super::request::{self, Answer};
 use super::shared::{Shared, drain, is_event_stream, read_body};
@@ -18,10 +19,10 @@ use crate::rpc::lock;
 
 /// Posts notifications and responses one after the other, in the order written (and every
 /// message of a legacy HTTP+SSE connection).
-pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<(Bytes, Outgoing)>) {
+pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<Ordered>) {
     let closed = shared.ends.closed.clone();
     loop {
-        let (frame, what) = tokio::select! {
+        let (frame, what, posted) = tokio::select! {
             biased;
             _ = closed.cancelled() => return,
             m = rx.recv() => match m {
@@ -39,6 +40,9 @@ pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<(B
         tokio::select! {
             _ = closed.cancelled() => return,
             _ = post_one(&shared, frame, &what) => {}
+        }
+        if let Some(posted) = posted {
+            let _ = posted.send(());
         }
     }
 }
