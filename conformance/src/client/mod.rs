@@ -49,7 +49,9 @@ impl Scenario {
             Err(_) => Value::Null,
         };
         let version = match std::env::var(VERSION_ENV) {
-            Ok(v) => Some(ProtocolVersion::parse(&v).ok_or_else(|| format!("{VERSION_ENV}={v:?} is not a revision we know"))?),
+            Ok(v) => Some(
+                ProtocolVersion::parse(&v).ok_or_else(|| format!("{VERSION_ENV}={v:?} is not a revision we know"))?,
+            ),
             Err(_) => None,
         };
         Ok(Scenario { name, url, context, version })
