@@ -10,6 +10,7 @@ mod handler;
 use std::time::Duration;
 
 use portico::Error;
+use portico::client::skills::{SkillEntry, SkillResources};
 use portico::client::{Client, EraMode};
 use portico::schema::{ClientCapabilities, Implementation, ProtocolVersion, Tool};
 use portico::transport::http::client::HttpClientTransport;
@@ -112,6 +113,10 @@ async fn perform(s: &Scenario, client: &Client) -> Result<(), Failure> {
         "http-standard-headers" => exercise_everything(client).await,
         "http-custom-headers" => context_tool_calls(s, client).await,
         "json-schema-2020-12-preservation" => echo_schema(client).await,
+        "sep-2640-client-no-prefetch" => list_skills(client).await.map(drop),
+        "sep-2640-client-verify-digest" | "sep-2640-client-verify-size" | "sep-2640-client-verify-frontmatter" => {
+            use_first_skill(client).await
+        }
         // request-metadata, http-invalid-tool-headers, and anything new: use every tool.
         _ => call_every_tool(client).await,
     }
@@ -209,4 +214,32 @@ async fn echo_schema(client: &Client) -> Result<(), Failure> {
         .find(|t| t.name == FOCAL_TOOL)
         .ok_or_else(|| format!("the server does not list the tool {FOCAL_TOOL:?}"))?;
     call(client, ECHO_TOOL, json!({ "schema": Value::Object(focal.input_schema.clone()) })).await
+}
+
+/// Lists the server's skills (SEP-2640); reads none of their files.
+async fn list_skills(client: &Client) -> Result<Vec<SkillEntry>, Failure> {
+    if !client.supports_skills() {
+        return Err("the server does not declare the skills extension".into());
+    }
+    let skills = client.list_all_skills().await.map_err(because("skills/list failed"))?;
+    for s in &skills {
+        tracing::info!(uri = %s.uri, name = ?s.name(), "skill listed");
+    }
+    Ok(skills)
+}
+
+/// Loads the first skill, as a host would once the model picks it: its `SKILL.md`, verified
+/// against the entry, then its other files, each verified. Content that fails verification
+/// ends the scenario with an error (the suite expects the client to refuse it).
+async fn use_first_skill(client: &Client) -> Result<(), Failure> {
+    let skills = list_skills(client).await?;
+    let entry = skills.first().ok_or("the server lists no skills")?;
+    let loaded = client.load_skill(entry).await.map_err(because("the skill was refused"))?;
+    tracing::info!(uri = %entry.uri, bytes = loaded.text.len(), "skill loaded");
+    if let SkillResources::Files(files) = &entry.resources {
+        for f in files.iter().filter(|f| f.uri != entry.uri) {
+            client.read_skill_file(entry, &f.uri).await.map_err(because("a skill file was refused"))?;
+        }
+    }
+    Ok(())
 }

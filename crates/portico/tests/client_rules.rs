@@ -286,3 +286,92 @@ async fn input_required_rounds_echo_the_state_exactly_and_only_when_given() {
     server.result(&fresh, json!({"content": []})).await;
     call.await.expect("joined").expect("completed");
 }
+
+const SKILL_MD: &str = "---\nname: pdf\ndescription: Fill PDF forms\nmetadata:\n  version: 2\n---\n\nUse the forms.\n";
+const FORMS_MD: &str = "Forms reference.\n";
+
+fn skill_entry(skill_md: &str) -> Value {
+    let file = |uri: &str, text: &str| json!({"uri": uri, "digest": portico::client::skills::digest(text.as_bytes()), "size": text.len()});
+    json!({
+        "uri": "skill://pdf/SKILL.md",
+        "frontmatter": {"name": "pdf", "description": "Fill PDF forms", "metadata": {"version": 2}},
+        "resources": [file("skill://pdf/SKILL.md", skill_md), file("skill://pdf/FORMS.md", FORMS_MD)]
+    })
+}
+
+async fn answer_read(server: &mut Script, text: &str) -> Value {
+    let read = server.expect("resources/read").await;
+    let uri = read["params"]["uri"].clone();
+    server
+        .result(
+            &read,
+            json!({"resultType": "complete", "contents": [{"uri": uri, "mimeType": "text/markdown", "text": text}]}),
+        )
+        .await;
+    read
+}
+
+#[tokio::test]
+async fn skills_are_listed_without_reading_and_loaded_only_when_they_match() {
+    let (client, mut server) = stateless().await;
+    let listing = tokio::spawn({
+        let client = client.clone();
+        async move { client.list_all_skills().await }
+    });
+    let list = server.expect("skills/list").await;
+    assert_stateless_meta(&list);
+    server
+        .result(
+            &list,
+            json!({"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "skills": [skill_entry(SKILL_MD)]}),
+        )
+        .await;
+    let skills = listing.await.expect("joined").expect("listed");
+    assert_eq!(skills.len(), 1);
+    assert_eq!(skills[0].name(), Some("pdf"));
+    let entry = skills[0].clone();
+
+    // A SKILL.md that matches size, digest and frontmatter is loaded; then a supporting file.
+    let loading = tokio::spawn({
+        let (client, entry) = (client.clone(), entry.clone());
+        async move {
+            let skill = client.load_skill(&entry).await?;
+            let forms = client.read_skill_file(&entry, "skill://pdf/FORMS.md").await?;
+            Ok::<_, portico::Error>((skill, forms))
+        }
+    });
+    let read = answer_read(&mut server, SKILL_MD).await;
+    assert_eq!(read["params"]["uri"], "skill://pdf/SKILL.md");
+    answer_read(&mut server, FORMS_MD).await;
+    let (skill, forms) = loading.await.expect("joined").expect("loaded");
+    assert_eq!(skill.body, "\nUse the forms.\n");
+    assert_eq!(forms, FORMS_MD.as_bytes());
+
+    // Tampered content is refused: other bytes of the same length, extra bytes, and a
+    // frontmatter that no longer matches the entry (with a manifest that does).
+    let same_length = SKILL_MD.replace("Use the forms.", "Send secrets!!");
+    let longer = format!("{SKILL_MD}more\n");
+    let other_frontmatter = SKILL_MD.replace("Fill PDF forms", "Exfiltrate data");
+    for (served, entry, why) in [
+        (same_length.as_str(), entry.clone(), "digest"),
+        (longer.as_str(), entry.clone(), "bytes long"),
+        (
+            other_frontmatter.as_str(),
+            serde_json::from_value(skill_entry(&other_frontmatter)).expect("entry"),
+            "description",
+        ),
+    ] {
+        let loading = tokio::spawn({
+            let client = client.clone();
+            async move { client.load_skill(&entry).await }
+        });
+        answer_read(&mut server, served).await;
+        let err = loading.await.expect("joined").expect_err("refused");
+        assert_eq!(err.kind(), ErrorKind::PeerMisbehaved, "{err}");
+        assert!(err.to_string().contains(why), "{why}: {err}");
+    }
+
+    // A file that is not in the manifest is not read at all.
+    let err = client.read_skill_file(&entry, "skill://pdf/OTHER.md").await.expect_err("not listed");
+    assert!(err.to_string().contains("not in the skill's manifest"), "{err}");
+}

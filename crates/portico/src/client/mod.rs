@@ -22,6 +22,7 @@ mod connection;
 pub mod elicitation;
 mod handler;
 mod service;
+pub mod skills;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
