@@ -1,6 +1,7 @@
 //! HTTP client transport rules, against raw servers that time and order what they receive:
 //! the SSE `retry` field sets the delay before a broken response stream is resumed, and
-//! nothing follows `notifications/initialized` until the server has taken it.
+//! nothing follows `notifications/initialized` until the server has taken it and answered
+//! the GET stream.
 #![cfg(all(feature = "http-client", feature = "http-server"))]
 
 use std::sync::{Arc, Mutex};
@@ -139,6 +140,16 @@ impl Order {
 }
 
 async fn slow_initialized_server(State(order): State<Order>, req: Request) -> Response {
+    if req.method() == http::Method::GET {
+        // Slow to open, then open for good: the server's requests would travel here.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        order.push("GET answered");
+        let open = futures_util::stream::pending::<Result<String, std::io::Error>>();
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from_stream(open))
+            .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    }
     if req.method() != http::Method::POST {
         return http::StatusCode::METHOD_NOT_ALLOWED.into_response();
     }
@@ -157,15 +168,20 @@ async fn slow_initialized_server(State(order): State<Order>, req: Request) -> Re
     }
 }
 
+/// Servers may refuse requests that arrive before `notifications/initialized`, and may drop
+/// their own requests while the GET stream is not open: the first request waits for both.
 #[tokio::test]
-async fn requests_wait_until_notifications_initialized_is_taken() {
+async fn requests_wait_until_initialized_is_taken_and_the_get_stream_is_open() {
     let order = Order::default();
     let url = serve(axum::Router::new().fallback(slow_initialized_server).with_state(order.clone())).await;
     let client = connect(&url).await;
     client.list_tools(None).await.expect("listed");
     let seen = order.0.lock().expect("order").clone();
-    let answered = seen.iter().position(|s| s == "notifications/initialized answered").expect("initialized");
-    let listed = seen.iter().position(|s| s == "tools/list received").expect("tools/list");
-    assert!(answered < listed, "tools/list overtook notifications/initialized: {seen:?}");
+    let at = |what: &str| seen.iter().position(|s| s == what).unwrap_or_else(|| panic!("no {what:?} in {seen:?}"));
+    assert!(
+        at("notifications/initialized answered") < at("tools/list received"),
+        "tools/list overtook notifications/initialized: {seen:?}"
+    );
+    assert!(at("GET answered") < at("tools/list received"), "tools/list overtook the GET stream: {seen:?}");
     client.close().await;
 }
