@@ -45,7 +45,6 @@ pub fn field_default(field: &PrimitiveSchemaDefinition) -> Option<Value> {
             let d = n.default?;
             let whole = d.fract() == 0.0 && d.abs() < 9.0e15;
             Some(match n.kind {
-                #[allow(clippy::cast_possible_truncation)]
                 NumberSchemaType::Integer if whole => Value::from(d as i64),
                 _ => serde_json::Number::from_f64(d).map(Value::Number)?,
             })

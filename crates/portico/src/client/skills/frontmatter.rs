@@ -322,8 +322,7 @@ fn flow(s: &str) -> Result<(Value, usize), String> {
         let skipped = rest.len() - rest.trim_start().len();
         i += skipped;
         let rest = &s[i..];
-        if let Some(r) = rest.strip_prefix(close) {
-            let _ = r;
+        if rest.starts_with(close) {
             i += 1;
             break;
         }
@@ -334,7 +333,7 @@ fn flow(s: &str) -> Result<(Value, usize), String> {
         } else if rest.starts_with('[') || rest.starts_with('{') {
             flow(rest)?
         } else {
-            let end = rest.find([',', close, ':']).ok_or("an unclosed flow collection")?;
+            let end = plain_end(rest, close, open == '{').ok_or("an unclosed flow collection")?;
             (plain(rest[..end].trim())?, end)
         };
         i += len;
@@ -362,14 +361,24 @@ fn flow(s: &str) -> Result<(Value, usize), String> {
         }
         let rest = s[i..].trim_start();
         i = s.len() - rest.len();
-        if let Some(r) = rest.strip_prefix(',') {
-            let _ = r;
+        if rest.starts_with(',') {
             i += 1;
         } else if !rest.starts_with(close) {
             return Err("expected ',' in a flow collection".into());
         }
     }
     Ok((if open == '[' { Value::Array(items) } else { Value::Object(map) }, i))
+}
+
+/// Where a plain scalar in a flow collection ends: at `,` or the closing bracket, or (a
+/// mapping key) at a `:` followed by a space or the end of the entry.
+fn plain_end(s: &str, close: char, key: bool) -> Option<usize> {
+    let bytes = s.as_bytes();
+    s.char_indices().map(|(i, _)| i).find(|&i| match bytes[i] {
+        b',' => true,
+        b':' if key => bytes.get(i + 1).is_none_or(|n| matches!(n, b' ' | b',') || *n == close as u8),
+        c => c == close as u8,
+    })
 }
 
 /// A quoted string at the start of `s`, and its length in bytes.
@@ -467,7 +476,7 @@ mod tests {
             "beta: true\n",
             "empty:\n",
             "quote: 'it''s: fine'\n",
-            "allowed-tools: [Bash, \"Read\", 'Write']\n",
+            "allowed-tools: [Bash, \"Read\", 'Write', http://x/y]\n",
             "metadata:\n",
             "  author: someone\n",
             "  tags:\n",
@@ -487,7 +496,7 @@ mod tests {
             json!({
                 "name": "pdf-processing", "description": "Extract, fill, and assemble PDF documents",
                 "license": "Apache-2.0", "version": 1.5, "count": 3, "beta": true, "empty": null,
-                "quote": "it's: fine", "allowed-tools": ["Bash", "Read", "Write"],
+                "quote": "it's: fine", "allowed-tools": ["Bash", "Read", "Write", "http://x/y"],
                 "metadata": {"author": "someone", "tags": ["pdf", "forms"], "nested": {"a": 1, "b": "x"}},
                 "list_at_key_indent": ["one", "two"],
                 "items": [{"name": "a", "size": 1}, {"name": "b"}]

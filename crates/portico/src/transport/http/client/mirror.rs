@@ -189,10 +189,7 @@ pub(super) fn encode_value(s: &str) -> String {
 fn is_safe(s: &str) -> bool {
     let b = s.as_bytes();
     let edge_ok = |c: Option<&u8>| c.is_none_or(|c| *c != b' ');
-    edge_ok(b.first())
-        && edge_ok(b.last())
-        && b.iter().all(|c| (0x20..=0x7e).contains(c))
-        && !s.starts_with(SENTINEL)
+    edge_ok(b.first()) && edge_ok(b.last()) && b.iter().all(|c| (0x20..=0x7e).contains(c)) && !s.starts_with(SENTINEL)
 }
 
 #[cfg(test)]
