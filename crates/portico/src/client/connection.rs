@@ -162,37 +162,28 @@ impl Inner {
     }
 
     /// The stateless probe: `Some` for a 2026-07-28 server, `None` for the handshake era.
+    ///
+    /// A discover result or a recognised stateless-era error means 2026-07-28; any other
+    /// error, no answer in time, or an answer that is not a discover result means the
+    /// handshake era.
     pub(super) async fn probe(&mut self, timeout: Duration) -> Result<Option<DiscoverResult>, Error> {
-        match self.discover(ProtocolVersion::LATEST, timeout).await {
+        match self.discover_negotiating(timeout).await {
             Ok(d) => Ok(Some(d)),
-            Err(e) => {
+            Err(Refused::HandshakeOnly) => Ok(None),
+            Err(Refused::Fatal(e)) => {
                 let Some(pe) = e.peer_error() else {
                     if e.is_timeout() {
                         tracing::debug!("server/discover timed out; trying initialize");
                         return Ok(None);
                     }
+                    if e.kind() == ErrorKind::PeerMisbehaved {
+                        tracing::debug!(error = %e, "server/discover answered with no discover result; trying initialize");
+                        return Ok(None);
+                    }
                     return Err(e);
                 };
                 if pe.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION {
-                    // A modern server that wants another modern revision: never fall back.
-                    let supported: Vec<String> = pe
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("supported"))
-                        .and_then(|s| serde_json::from_value(s.clone()).ok())
-                        .unwrap_or_default();
-                    if let Some(v) =
-                        supported.iter().filter_map(|s| ProtocolVersion::parse(s)).filter(|v| v.is_stateless()).max()
-                    {
-                        return self.discover(v, timeout).await.map(Some);
-                    }
-                    if supported.iter().filter_map(|s| ProtocolVersion::parse(s)).any(|v| !v.is_stateless()) {
-                        return Ok(None);
-                    }
-                    return Err(Error::new(
-                        ErrorKind::PeerIncompatible,
-                        format!("the server supports none of our revisions: {supported:?}"),
-                    ));
+                    return Err(e);
                 }
                 tracing::debug!(code = pe.code.0, "server/discover refused; trying initialize");
                 Ok(None)
@@ -200,22 +191,60 @@ impl Inner {
         }
     }
 
-    pub(super) async fn discover(
-        &mut self,
-        version: ProtocolVersion,
-        timeout: Duration,
-    ) -> Result<DiscoverResult, Error> {
+    /// `server/discover` at the latest revision; when the server refuses it with
+    /// "unsupported protocol version" (-32022), once more at the newest stateless revision it
+    /// lists. `HandshakeOnly` when the server only lists handshake-era revisions.
+    pub(super) async fn discover_negotiating(&mut self, timeout: Duration) -> Result<DiscoverResult, Refused> {
+        let err = match self.discover(ProtocolVersion::LATEST, timeout).await {
+            Ok(d) => return self.accept_discovery(d),
+            Err(e) => e,
+        };
+        let Some(pe) = err.peer_error().filter(|pe| pe.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) else {
+            return Err(Refused::Fatal(err));
+        };
+        // A modern server that wants another revision: never fall back blindly.
+        let supported: Vec<String> = pe
+            .data
+            .as_ref()
+            .and_then(|d| d.get("supported"))
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default();
+        let known = || supported.iter().filter_map(|s| ProtocolVersion::parse(s));
+        if let Some(v) = known().filter(|v| v.is_stateless()).max() {
+            tracing::debug!(version = %v.as_str(), "server/discover refused our revision; retrying with one it lists");
+            return match self.discover(v, timeout).await {
+                Ok(d) => self.accept_discovery(d),
+                Err(e) => Err(Refused::Fatal(e)),
+            };
+        }
+        if known().any(|v| !v.is_stateless()) {
+            return Err(Refused::HandshakeOnly);
+        }
+        Err(Refused::Fatal(Error::new(
+            ErrorKind::PeerIncompatible,
+            format!("the server supports none of our revisions: {supported:?}"),
+        )))
+    }
+
+    /// Checks that the server's discover result lists the revision in use.
+    fn accept_discovery(&self, d: DiscoverResult) -> Result<DiscoverResult, Refused> {
+        if d.supported_versions.iter().any(|v| v == self.version.as_str()) {
+            return Ok(d);
+        }
+        if d.supported_versions.iter().filter_map(|s| ProtocolVersion::parse(s)).any(|v| !v.is_stateless()) {
+            return Err(Refused::HandshakeOnly);
+        }
+        Err(Refused::Fatal(Error::new(
+            ErrorKind::PeerIncompatible,
+            format!("the server does not list {} as supported: {:?}", self.version, d.supported_versions),
+        )))
+    }
+
+    async fn discover(&mut self, version: ProtocolVersion, timeout: Duration) -> Result<DiscoverResult, Error> {
         self.version = version;
         let call = CallOptions::new().with_timeout(timeout);
         let raw = self.send_raw(methods::SERVER_DISCOVER, DiscoverRequestParams::default(), &call).await?;
-        let d: DiscoverResult = decode(methods::SERVER_DISCOVER, &raw)?;
-        if !d.supported_versions.iter().any(|v| v == version.as_str()) {
-            return Err(Error::new(
-                ErrorKind::PeerIncompatible,
-                format!("the server does not list {version} as supported"),
-            ));
-        }
-        Ok(d)
+        decode(methods::SERVER_DISCOVER, &raw)
     }
 
     pub(super) async fn initialize(&mut self, want: ProtocolVersion) -> Result<(), Error> {
@@ -236,6 +265,14 @@ impl Inner {
         self.peer.notify::<serde_json::Value>(methods::NOTIFICATION_INITIALIZED, None).await?;
         Ok(())
     }
+}
+
+/// Why stateless discovery did not succeed.
+pub(super) enum Refused {
+    /// The server speaks only handshake-era revisions.
+    HandshakeOnly,
+    /// Anything else.
+    Fatal(Error),
 }
 
 pub(super) fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, Error> {

@@ -19,8 +19,10 @@
 
 mod cache;
 mod connection;
+pub mod elicitation;
 mod handler;
 mod service;
+pub mod skills;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -44,7 +46,7 @@ pub use handler::{ClientHandler, NoHandler};
 use crate::error::{Error, ErrorKind};
 use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig, lock};
 use crate::transport::Transport;
-use connection::{HasMeta, Peek, decode};
+use connection::{HasMeta, Peek, Refused, decode};
 use service::ClientService;
 
 /// Which era to speak.
@@ -135,7 +137,16 @@ impl ClientBuilder {
             next_token: AtomicI64::new(1),
         };
         let stateless = match self.mode {
-            EraMode::Stateless => Some(inner.discover(ProtocolVersion::LATEST, self.timeout).await?),
+            EraMode::Stateless => match inner.discover_negotiating(self.timeout).await {
+                Ok(d) => Some(d),
+                Err(Refused::Fatal(e)) => return Err(e),
+                Err(Refused::HandshakeOnly) => {
+                    return Err(Error::new(
+                        ErrorKind::PeerIncompatible,
+                        "the server speaks only handshake-era revisions, and the client was built for 2026-07-28",
+                    ));
+                }
+            },
             EraMode::Handshake(_) => None,
             EraMode::Auto => inner.probe(self.probe_timeout).await?,
         };
@@ -143,10 +154,12 @@ impl ClientBuilder {
             Some(d) => {
                 inner.server_caps = d.capabilities;
                 inner.instructions = d.instructions;
+                // `_meta` carries it; some servers put a `serverInfo` member beside it instead.
                 inner.server_info = d
                     .meta
                     .as_ref()
                     .and_then(|m| m.get(portico_schema::META_SERVER_INFO))
+                    .or_else(|| d.extra.get("serverInfo"))
                     .and_then(|v| serde_json::from_value(v.clone()).ok())
                     .unwrap_or_default();
             }

@@ -184,14 +184,12 @@ pub(super) fn encode_value(s: &str) -> String {
     if is_safe(s) { s.to_owned() } else { format!("{SENTINEL}{}?=", STANDARD.encode(s.as_bytes())) }
 }
 
-/// Visible ASCII with inner spaces or tabs, not looking like an encoded value.
+/// Visible ASCII with inner spaces, not looking like an encoded value. A tab is a control
+/// character: it is encoded wherever it is.
 fn is_safe(s: &str) -> bool {
     let b = s.as_bytes();
-    let edge_ok = |c: Option<&u8>| c.is_none_or(|c| !matches!(c, b' ' | b'\t'));
-    edge_ok(b.first())
-        && edge_ok(b.last())
-        && b.iter().all(|c| (0x21..=0x7e).contains(c) || matches!(c, b' ' | b'\t'))
-        && !s.starts_with(SENTINEL)
+    let edge_ok = |c: Option<&u8>| c.is_none_or(|c| *c != b' ');
+    edge_ok(b.first()) && edge_ok(b.last()) && b.iter().all(|c| (0x20..=0x7e).contains(c)) && !s.starts_with(SENTINEL)
 }
 
 #[cfg(test)]
@@ -260,6 +258,8 @@ mod tests {
         assert_eq!(encode_value("héllo"), "=?base64?aMOpbGxv?=");
         assert_eq!(encode_value(" lead"), format!("=?base64?{}?=", STANDARD.encode(" lead")));
         assert_eq!(encode_value("trail\t"), format!("=?base64?{}?=", STANDARD.encode("trail\t")));
+        assert_eq!(encode_value("in\tside"), format!("=?base64?{}?=", STANDARD.encode("in\tside")));
+        assert_eq!(encode_value("trail "), format!("=?base64?{}?=", STANDARD.encode("trail ")));
         assert_eq!(encode_value("a\nb"), format!("=?base64?{}?=", STANDARD.encode("a\nb")));
         assert_eq!(encode_value("=?base64?x?="), format!("=?base64?{}?=", STANDARD.encode("=?base64?x?=")));
     }

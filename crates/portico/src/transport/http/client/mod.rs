@@ -53,8 +53,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use portico_schema::ErrorCode;
-use tokio::sync::mpsc;
+use portico_schema::{ErrorCode, methods};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
@@ -67,6 +67,8 @@ const DEFAULT_READ_AHEAD: usize = 256;
 const ORDERED_QUEUE: usize = 64;
 /// The longest wait for the last notifications and the `DELETE` when closing.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// The longest time later messages wait for `notifications/initialized` to be posted.
+const HANDSHAKE_END_WAIT: Duration = Duration::from_secs(10);
 
 /// How a dead SSE stream (the `GET` stream, or a response stream to resume) is reopened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,8 +275,8 @@ impl FrameReader for HttpClientReader {
     }
 }
 
-/// A message posted in order, with what it is.
-type Ordered = (Bytes, Outgoing);
+/// A message posted in order, with what it is, and who to tell once it has been posted.
+type Ordered = (Bytes, Outgoing, Option<oneshot::Sender<()>>);
 
 /// A transport that could not be set up: every request is answered with the reason.
 struct Misconfigured {
@@ -297,14 +299,30 @@ impl std::fmt::Debug for HttpClientWriter {
 
 impl HttpClientWriter {
     async fn enqueue(&mut self, shared: Arc<Shared>, frame: Bytes, what: Outgoing) -> io::Result<()> {
+        // `notifications/initialized` ends the handshake: what follows waits until the server
+        // has taken it, or a server that refuses requests before it could see them first
+        // (each message is its own HTTP exchange, and nothing else orders them).
+        let ends_handshake =
+            matches!(&what, Outgoing::Notification { method, .. } if method == methods::NOTIFICATION_INITIALIZED);
+        let (posted_tx, posted) = if ends_handshake {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
         let (tx, _) = self.queue.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel(ORDERED_QUEUE);
             let task = tokio::spawn(session::post_in_order(shared, rx));
             (tx, task)
         });
-        tx.send((frame, what))
+        tx.send((frame, what, posted_tx))
             .await
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the HTTP transport stopped"))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the HTTP transport stopped"))?;
+        if let Some(posted) = posted {
+            // Bounded: a server that never answers the notification must not stall the client.
+            let _ = tokio::time::timeout(HANDSHAKE_END_WAIT, posted).await;
+        }
+        Ok(())
     }
 }
 

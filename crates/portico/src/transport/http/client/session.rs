@@ -7,9 +7,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::StatusCode;
 use portico_schema::methods;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
+use super::Ordered;
 use super::frame::{self, Outgoing};
 use super::request::{self, Answer};
 use super::shared::{Shared, drain, is_event_stream, read_body};
@@ -18,10 +19,10 @@ use crate::rpc::lock;
 
 /// Posts notifications and responses one after the other, in the order written (and every
 /// message of a legacy HTTP+SSE connection).
-pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<(Bytes, Outgoing)>) {
+pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<Ordered>) {
     let closed = shared.ends.closed.clone();
     loop {
-        let (frame, what) = tokio::select! {
+        let (frame, what, posted) = tokio::select! {
             biased;
             _ = closed.cancelled() => return,
             m = rx.recv() => match m {
@@ -39,6 +40,9 @@ pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<(B
         tokio::select! {
             _ = closed.cancelled() => return,
             _ = post_one(&shared, frame, &what) => {}
+        }
+        if let Some(posted) = posted {
+            let _ = posted.send(());
         }
     }
 }
@@ -61,7 +65,10 @@ async fn post_one(shared: &Arc<Shared>, frame: Bytes, what: &Outgoing) {
             drain(resp).await;
         }
         if is_initialized {
-            open_get_stream(shared);
+            // Servers may send their requests only on the GET stream and drop them while it
+            // is not open: the next requests wait (a little) until the server has answered it.
+            let ready = open_get_stream(shared);
+            let _ = tokio::time::timeout(GET_STREAM_WAIT, ready).await;
         }
         return;
     }
@@ -97,8 +104,13 @@ async fn forward_stream(shared: &Shared, resp: reqwest::Response, cursor: &mut C
     n
 }
 
-/// Opens (or reopens) the stream of server-initiated messages.
-pub(super) fn open_get_stream(shared: &Arc<Shared>) {
+/// The longest the handshake waits for the server to answer the first GET.
+const GET_STREAM_WAIT: Duration = Duration::from_secs(3);
+
+/// Opens (or reopens) the stream of server-initiated messages. The receiver completes once
+/// the server has answered the first GET (whatever its answer), or the attempt failed.
+pub(super) fn open_get_stream(shared: &Arc<Shared>) -> oneshot::Receiver<()> {
+    let (answered, ready) = oneshot::channel();
     let token = shared.ends.closed.child_token();
     if let Some(old) = lock(&shared.get_stream).replace(token.clone()) {
         old.cancel();
@@ -107,18 +119,24 @@ pub(super) fn open_get_stream(shared: &Arc<Shared>) {
     tokio::spawn(async move {
         tokio::select! {
             _ = token.cancelled() => {}
-            _ = get_stream(&shared) => {}
+            _ = get_stream(&shared, answered) => {}
         }
     });
+    ready
 }
 
-async fn get_stream(shared: &Arc<Shared>) {
+async fn get_stream(shared: &Arc<Shared>, answered: oneshot::Sender<()>) {
+    let mut answered = Some(answered);
     let mut cursor = Cursor::default();
     let mut failures = 0u32;
     let mut opened = false;
     loop {
         let sid = shared.session_id();
-        match shared.get(cursor.last_id.as_deref(), true).send().await {
+        let response = shared.get(cursor.last_id.as_deref(), true).send().await;
+        if let Some(a) = answered.take() {
+            let _ = a.send(());
+        }
+        match response {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                 drain(r).await;
                 return debug!("the server offers no GET stream");
@@ -203,7 +221,7 @@ pub(super) async fn renew(shared: &Arc<Shared>, expired: &str) -> Result<(), Str
     }
     shared.status.update(|n| n.reinitializations += 1);
     debug!(session = ?shared.session_id(), "new session opened in place of an expired one");
-    open_get_stream(shared);
+    drop(open_get_stream(shared));
     Ok(())
 }
 

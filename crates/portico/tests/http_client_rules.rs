@@ -1,0 +1,187 @@
+//! HTTP client transport rules, against raw servers that time and order what they receive:
+//! the SSE `retry` field sets the delay before a broken response stream is resumed, and
+//! nothing follows `notifications/initialized` until the server has taken it and answered
+//! the GET stream.
+#![cfg(all(feature = "http-client", feature = "http-server"))]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use portico::client::{Client, EraMode};
+use portico::schema::{Implementation, ProtocolVersion};
+use portico::transport::http::client::{HttpClientTransport, ReconnectPolicy};
+use serde_json::{Value, json};
+
+async fn serve(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+fn json_response(v: Value) -> Response {
+    ([("content-type", "application/json"), ("mcp-session-id", "s-1")], v.to_string()).into_response()
+}
+
+fn sse(body: String) -> Response {
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .header("mcp-session-id", "s-1")
+        .body(Body::from(body))
+        .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+async fn body(req: Request) -> Value {
+    let bytes = axum::body::to_bytes(req.into_body(), 1 << 20).await.unwrap_or_default();
+    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+}
+
+fn initialize_result(id: &Value) -> Response {
+    json_response(json!({"jsonrpc": "2.0", "id": id, "result": {
+        "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+        "serverInfo": {"name": "raw", "version": "0"}
+    }}))
+}
+
+async fn connect(url: &str) -> Client {
+    // A reconnection policy much faster than the server's `retry`, so only `retry` can
+    // explain a long wait.
+    let transport = HttpClientTransport::new(url).reconnect(ReconnectPolicy::new(3, Duration::from_millis(10)));
+    let connecting = Client::builder(Implementation::new("rules", "1"))
+        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .request_timeout(Duration::from_secs(10))
+        .connect(transport);
+    tokio::time::timeout(Duration::from_secs(10), connecting).await.expect("in time").expect("connected")
+}
+
+/// When the answer stream of `tools/call` ended, and when (and with which id) it was resumed.
+#[derive(Clone, Default)]
+struct Resumption {
+    call_id: Arc<Mutex<Value>>,
+    ended: Arc<Mutex<Option<Instant>>>,
+    resumed: Arc<Mutex<Option<(Instant, String)>>>,
+}
+
+const RETRY_MS: u64 = 400;
+
+async fn resuming_server(State(r): State<Resumption>, req: Request) -> Response {
+    if req.method() == http::Method::GET {
+        let Some(last) = req.headers().get("last-event-id").and_then(|v| v.to_str().ok()).map(str::to_owned) else {
+            return http::StatusCode::METHOD_NOT_ALLOWED.into_response();
+        };
+        *r.resumed.lock().expect("resumed") = Some((Instant::now(), last));
+        let id = r.call_id.lock().expect("id").clone();
+        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "resumed"}]}});
+        return sse(format!("id: e-2\ndata: {answer}\n\n"));
+    }
+    if req.method() == http::Method::DELETE {
+        return http::StatusCode::OK.into_response();
+    }
+    let msg = body(req).await;
+    match msg["method"].as_str() {
+        Some("initialize") => initialize_result(&msg["id"]),
+        Some("tools/call") => {
+            *r.call_id.lock().expect("id") = msg["id"].clone();
+            // A priming event with `retry`, then the stream ends without the answer.
+            let stream = futures_util::stream::once(async move {
+                Ok::<_, std::io::Error>(format!("id: e-1\nretry: {RETRY_MS}\ndata: \n\n"))
+            });
+            let ended = r.ended.clone();
+            let stream = futures_util::StreamExt::chain(
+                stream,
+                futures_util::stream::once(async move {
+                    *ended.lock().expect("ended") = Some(Instant::now());
+                    Ok(String::new())
+                }),
+            );
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        }
+        _ => http::StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+#[tokio::test]
+async fn the_sse_retry_field_sets_the_delay_before_resuming() {
+    let state = Resumption::default();
+    let url = serve(axum::Router::new().fallback(resuming_server).with_state(state.clone())).await;
+    let client = connect(&url).await;
+    let result = tokio::time::timeout(Duration::from_secs(10), client.call_tool("t", json!({})))
+        .await
+        .expect("in time")
+        .expect("resumed");
+    assert_eq!(serde_json::to_value(&result.content[0]).expect("json")["text"], "resumed");
+    let ended = state.ended.lock().expect("ended").expect("the stream ended");
+    let (resumed, last) = state.resumed.lock().expect("resumed").clone().expect("resumed with GET");
+    assert_eq!(last, "e-1", "resumed after the last event seen");
+    let waited = resumed.duration_since(ended);
+    assert!(
+        waited >= Duration::from_millis(RETRY_MS - 20),
+        "waited {waited:?}, less than the server's retry of {RETRY_MS} ms"
+    );
+    client.close().await;
+}
+
+/// What the server saw, in order.
+#[derive(Clone, Default)]
+struct Order(Arc<Mutex<Vec<String>>>);
+
+impl Order {
+    fn push(&self, what: impl Into<String>) {
+        self.0.lock().expect("order").push(what.into());
+    }
+}
+
+async fn slow_initialized_server(State(order): State<Order>, req: Request) -> Response {
+    if req.method() == http::Method::GET {
+        // Slow to open, then open for good: the server's requests would travel here.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        order.push("GET answered");
+        let open = futures_util::stream::pending::<Result<String, std::io::Error>>();
+        return Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(Body::from_stream(open))
+            .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response());
+    }
+    if req.method() != http::Method::POST {
+        return http::StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let msg = body(req).await;
+    let method = msg["method"].as_str().unwrap_or("").to_owned();
+    order.push(format!("{method} received"));
+    match method.as_str() {
+        "initialize" => initialize_result(&msg["id"]),
+        "notifications/initialized" => {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            order.push("notifications/initialized answered");
+            http::StatusCode::ACCEPTED.into_response()
+        }
+        "tools/list" => json_response(json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}})),
+        _ => http::StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// Servers may refuse requests that arrive before `notifications/initialized`, and may drop
+/// their own requests while the GET stream is not open: the first request waits for both.
+#[tokio::test]
+async fn requests_wait_until_initialized_is_taken_and_the_get_stream_is_open() {
+    let order = Order::default();
+    let url = serve(axum::Router::new().fallback(slow_initialized_server).with_state(order.clone())).await;
+    let client = connect(&url).await;
+    client.list_tools(None).await.expect("listed");
+    let seen = order.0.lock().expect("order").clone();
+    let at = |what: &str| seen.iter().position(|s| s == what).unwrap_or_else(|| panic!("no {what:?} in {seen:?}"));
+    assert!(
+        at("notifications/initialized answered") < at("tools/list received"),
+        "tools/list overtook notifications/initialized: {seen:?}"
+    );
+    assert!(at("GET answered") < at("tools/list received"), "tools/list overtook the GET stream: {seen:?}");
+    client.close().await;
+}
