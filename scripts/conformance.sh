@@ -48,19 +48,29 @@ run() {
   local log="$out_dir/$label.log"
   "$node" "$@" --expected-failures "$expected" >"$log" 2>&1
   local code=$?
-  local p f
-  p=$(grep -c '^✓' "$log"); f=$(grep -c '^✗' "$log")
-  passed=$((passed + p)); failed=$((failed + f))
-  local totals
-  totals=$(grep -Eo 'Total: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-  if [ -n "$totals" ]; then
-    checks_passed=$((checks_passed + $(echo "$totals" | awk '{print $2}')))
-    checks_failed=$((checks_failed + $(echo "$totals" | awk '{print $4}')))
+  local p f totals
+  if grep -q '^=== SUMMARY ===' "$log"; then
+    # A suite run: one ✓/✗ line per scenario, then "Total: N passed, M failed" checks.
+    p=$(grep -c '^✓' "$log"); f=$(grep -c '^✗' "$log")
+    totals=$(grep -Eo 'Total: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+    if [ -n "$totals" ]; then
+      checks_passed=$((checks_passed + $(echo "$totals" | awk '{print $2}')))
+      checks_failed=$((checks_failed + $(echo "$totals" | awk '{print $4}')))
+    fi
+  else
+    # One scenario: "Passed: N/T, M failed, W warnings" and an overall verdict.
+    totals=$(grep -Eo 'Passed: [0-9]+/[0-9]+, [0-9]+ failed, [0-9]+ warnings' "$log" | tail -1)
+    if grep -q 'OVERALL: PASSED' "$log"; then p=1; f=0; else p=0; f=1; fi
+    if [ -n "$totals" ]; then
+      checks_passed=$((checks_passed + $(echo "$totals" | sed -E 's#Passed: ([0-9]+)/.*#\1#')))
+      checks_failed=$((checks_failed + $(echo "$totals" | sed -E 's#.*, ([0-9]+) failed.*#\1#')))
+    fi
   fi
+  passed=$((passed + p)); failed=$((failed + f))
   printf '%-44s %3d scenarios passed, %3d failed  (%s)%s\n' "$label" "$p" "$f" "${totals:-no totals}" "$([ $code -ne 0 ] && echo '  UNEXPECTED')"
   if [ $code -ne 0 ]; then
     status=1
-    grep -E '^✗' "$log" | sed 's/^/    /'
+    grep -E '^✗|OVERALL' "$log" | sed 's/^/    /'
   fi
 }
 
