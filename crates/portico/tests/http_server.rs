@@ -381,24 +381,24 @@ async fn host_origin_and_size_limits() {
 
 #[tokio::test]
 async fn session_churn_leaves_nothing_behind() {
-    let srv = start(|h| h.session_idle_timeout(Duration::from_secs(3)).max_sessions(100_000)).await;
+    let srv = start(|h| h.session_idle_timeout(Duration::from_secs(8)).max_sessions(100_000)).await;
     // Clean cycles: initialize then DELETE.
-    for _ in 0..500 {
+    for _ in 0..2000 {
         let sid = srv.initialize("2025-06-18").await;
         let r = srv.http.delete(&srv.url).header("mcp-session-id", &sid).send().await.expect("delete");
         assert_eq!(r.status(), 204);
     }
     assert_eq!(srv.endpoint.session_count(), 0);
     // Abandoned sessions, and rejected initializes.
-    for _ in 0..500 {
+    for _ in 0..1000 {
         srv.initialize("2025-11-25").await;
         let r =
             srv.post(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":5}}), &[]).await;
         assert_eq!(r.status(), 200, "a JSON-RPC error, not an HTTP one");
     }
-    assert_eq!(srv.endpoint.session_count(), 500, "only the good initializes made sessions");
+    assert_eq!(srv.endpoint.session_count(), 1000, "only the good initializes made sessions");
     assert!(
-        eventually_for(Duration::from_secs(10), || srv.endpoint.session_count() == 0).await,
+        eventually_for(Duration::from_secs(20), || srv.endpoint.session_count() == 0).await,
         "idle sessions were reaped"
     );
 }
@@ -507,4 +507,24 @@ async fn legacy_http_sse_transport() {
     assert_eq!(r.status(), 404);
     drop(sse);
     assert!(eventually(|| srv.endpoint.session_count() == 0).await, "the session ends with its stream");
+}
+
+#[tokio::test]
+async fn batches_over_http_only_in_2025_03_26_sessions() {
+    let srv = start(|h| h).await;
+    let batch = json!([
+        {"jsonrpc":"2.0","id":"a","method":"ping"},
+        {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},
+        {"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"echo","arguments":{"text":"batched"}}}
+    ]);
+    let sid = srv.initialize("2025-03-26").await;
+    let r = srv.post(batch.clone(), &[("mcp-session-id", &sid)]).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.expect("json");
+    let items = v.as_array().expect("an array answer");
+    assert_eq!(items.len(), 2, "one answer per request: {v}");
+    assert!(items.iter().any(|i| i["id"] == "b" && i["result"]["content"][0]["text"] == "batched"), "{v}");
+    let sid = srv.initialize("2025-11-25").await;
+    let r = srv.post(batch, &[("mcp-session-id", &sid)]).await;
+    assert_eq!(r.status(), 400, "batches were removed after 2025-03-26");
 }
