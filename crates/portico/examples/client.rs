@@ -6,6 +6,8 @@
 //! # call a tool: put `--call NAME JSON` before the server
 //! cargo run -p portico --example client --features child-process,http-client -- --call add '{"a":1,"b":2}' http://127.0.0.1:3000/mcp
 //! ```
+#![allow(clippy::print_stdout)] // a terminal client: stdout is its output, not a protocol stream
+
 use portico::client::Client;
 use portico::schema::{ContentBlock, Implementation};
 use portico::transport::child::ChildProcess;
