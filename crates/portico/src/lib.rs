@@ -79,6 +79,8 @@
 //! | `client` | yes | [`client`] |
 //! | `stdio` | yes | [`transport::stdio`]: newline-delimited JSON over stdin/stdout or any byte stream |
 //! | `child-process` | no | `transport::child`: spawn a server and talk to it over its stdio |
+//! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
+//! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
 #![deny(missing_docs)]
 
 pub use portico_schema as schema;
@@ -94,3 +96,11 @@ pub use error::{Error, ErrorKind, Result};
 pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
+
+#[cfg(feature = "macros")]
+pub use portico_macros::{completion, prompt, resource, tool, tools};
+
+// What the macros' expansions name: `::portico::__private::…`.
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+pub use server::__private;

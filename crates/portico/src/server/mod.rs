@@ -34,6 +34,8 @@ mod input;
 mod registry;
 pub mod sealed;
 pub(crate) mod session;
+#[cfg(feature = "schemars")]
+mod typed;
 pub mod uri_template;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +54,11 @@ pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
 };
 pub use sealed::{SealingKey, StateSealer};
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+pub use typed::__private;
+#[cfg(feature = "schemars")]
+pub use typed::{CompletionOutput, PromptOutput, ResourceOutput, ToolBox, input_schema, output_schema};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::error::Error;
