@@ -271,12 +271,15 @@ fn tool(h: &Handler, ctx: &Ctx<'_>) -> Expansion {
         let ty = ctx.ty(&ty);
         quote!(.with_output_schema(::core::clone::Clone::clone(#krate::server::output_schema::<#ty>())))
     });
+    // No arguments: `{"type": "object", "additionalProperties": false}`, as the spec advises.
+    let closed = fields.is_empty().then(|| quote!(#[serde(deny_unknown_fields)]));
     let serde_path = format!("{krate}::__private::serde").replace(' ', "");
     let schemars_path = format!("{krate}::__private::schemars").replace(' ', "");
     let items = quote! {
         #[derive(#krate::__private::serde::Deserialize, #krate::__private::schemars::JsonSchema)]
         #[serde(crate = #serde_path)]
         #[schemars(crate = #schemars_path)]
+        #closed
         #[allow(non_camel_case_types, dead_code)]
         struct #args_ty { #(#fields,)* }
         #(#[allow(non_snake_case)] #defaults)*
