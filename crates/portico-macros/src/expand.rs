@@ -7,7 +7,7 @@ use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{Expr, Ident, Type};
+use syn::{Expr, Ident, LitStr, Type};
 
 use crate::model::{Class, Handler, Opts, Param, Receiver, Target, last_segment};
 
@@ -130,6 +130,21 @@ fn injected(p: &Param) -> Option<TokenStream> {
     })
 }
 
+/// Whether attribute `a` names any of `keys` (a shallow look at its tokens).
+fn mentions(a: &syn::Attribute, keys: &[&str]) -> bool {
+    fn walk(tokens: TokenStream, keys: &[&str]) -> bool {
+        tokens.into_iter().any(|tt| match tt {
+            TokenTree::Ident(i) => keys.iter().any(|k| i == k),
+            TokenTree::Group(g) => walk(g.stream(), keys),
+            _ => false,
+        })
+    }
+    match &a.meta {
+        syn::Meta::List(l) => walk(l.tokens.clone(), keys),
+        _ => false,
+    }
+}
+
 fn is_string(ty: &Type) -> bool {
     last_segment(ty).is_some_and(|(i, a)| i == "String" && a.is_empty())
 }
@@ -221,6 +236,21 @@ fn tool(h: &Handler, ctx: &Ctx<'_>) -> Expansion {
                 let value = ctx.fix_self(default_value(p, expr));
                 defaults.push(quote!(fn #f() -> #field_ty { #value }));
                 attrs.push(quote!(#[serde(default = #name)]));
+            }
+        }
+        // Decoding goes through `argument` (whose bound explains itself) unless the user
+        // decodes the field some other way.
+        if !p.passthrough.iter().any(|a| mentions(a, &["with", "deserialize_with", "flatten"])) {
+            let (func, optional) = match p.class {
+                Class::OptStr | Class::OptValue(_) => ("optional_argument", true),
+                _ => ("argument", false),
+            };
+            let path = LitStr::new(&format!("{krate}::__private::{func}").replace(' ', ""), p.ty.span());
+            attrs.push(quote!(#[serde(deserialize_with = #path)]));
+            if optional {
+                // Absent is `None`, as without `deserialize_with`; `skip_serializing_if` keeps
+                // schemars from writing `"default": null`.
+                attrs.push(quote!(#[serde(default, skip_serializing_if = "Option::is_none")]));
             }
         }
         let passthrough = &p.passthrough;
@@ -325,8 +355,9 @@ fn extract(p: &Param, ctx: &Ctx<'_>, source: TokenStream, required: &str, option
             quote!(.unwrap_or_else(|| #value))
         }
     };
+    let get = quote_spanned!(p.ty.span()=> #krate::__private::#func::<#ty>(#source, #name));
     quote! {
-        let #var = match #krate::__private::#func::<#ty>(#source, #name) {
+        let #var = match #get {
             ::core::result::Result::Ok(v) => v #fallback,
             ::core::result::Result::Err(e) => return ::core::result::Result::Err(e),
         };

@@ -376,12 +376,14 @@ fn check_unique(handlers: &[Handler], errors: &mut Errors) {
             }
         };
         if let Some((_, _, first)) = seen.iter().find(|(s, k, _)| *s == space && *k == key) {
-            let mut e = Error::new(
+            errors.push(Error::new(
                 h.span,
-                format!("duplicate {space} `{key}`: registering both would keep only the last; {hint}"),
-            );
-            e.combine(Error::new(first.span, format!("the first {space} `{key}` is `{}`", first.ident)));
-            errors.push(e);
+                format!(
+                    "duplicate {space} `{key}`: the method `{}` above already defines it, and registering both would keep \
+                     only the last; {hint}",
+                    first.ident
+                ),
+            ));
         }
         seen.push((space, key, h));
     }

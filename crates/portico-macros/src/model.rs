@@ -416,6 +416,23 @@ fn borrowed_part(ty: &Type) -> Option<Span> {
     }
 }
 
+/// A type as the user would write it (token spacing removed).
+fn shown(ty: &Type) -> String {
+    let s = quote::quote!(#ty).to_string();
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let drop = c == ' '
+            && (out.ends_with(['&', '<', '(', '[', ':', '\''])
+                || matches!(next, Some('<' | '>' | ',' | ')' | ']' | ':')));
+        if !drop {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn unsupported_reference(span: Span, shown: &str) -> Error {
     Error::new(
         span,
@@ -431,7 +448,13 @@ fn classify(ty: &Type) -> Result<Class> {
     match ty {
         Type::Reference(r) => {
             let elem = unparen(&r.elem);
-            let shown = quote::quote!(#ty).to_string().replace(" ", "");
+            let shown = shown(ty);
+            if r.mutability.is_some() && is_named(elem, "RequestContext") {
+                return Err(Error::new(
+                    ty.span(),
+                    "take `&RequestContext` (or `RequestContext`): the context is shared, its methods take `&self`",
+                ));
+            }
             if r.mutability.is_some() {
                 return Err(unsupported_reference(ty.span(), &shown));
             }
@@ -466,13 +489,13 @@ fn classify(ty: &Type) -> Result<Class> {
                     return Ok(Class::OptStr);
                 }
                 if let Some(span) = borrowed_part(inner) {
-                    let shown = quote::quote!(#ty).to_string().replace(" ", "");
+                    let shown = shown(ty);
                     return Err(unsupported_reference(span, &shown));
                 }
                 return Ok(Class::OptValue(inner.clone()));
             }
             if let Some(span) = borrowed_part(ty) {
-                let shown = quote::quote!(#ty).to_string().replace(" ", "");
+                let shown = shown(ty);
                 return Err(unsupported_reference(span, &shown));
             }
             Ok(Class::Value)
@@ -514,8 +537,11 @@ impl Param {
                 arg.attrs.push(a);
             }
         }
+        let class = errors.ok(classify(&arg.ty)).unwrap_or(Class::Value);
+        let injected = matches!(class, Class::Context { .. } | Class::Request { .. } | Class::Params { .. });
         let ident = match &*arg.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
+            Pat::Wild(w) if injected => Ident::new("_", w.span()),
             Pat::Wild(w) => {
                 return Err(Error::new(
                     w.span(),
@@ -529,7 +555,6 @@ impl Param {
                 ));
             }
         };
-        let class = errors.ok(classify(&arg.ty)).unwrap_or(Class::Value);
         let mut description = doc_text(&docs);
         let mut default = None;
         let mut name = None;

@@ -1,0 +1,79 @@
+//! Expansions compile without a warning in a crate that denies them, public or not.
+#![deny(warnings, missing_docs, unused, unreachable_pub, clippy::all)]
+
+use portico::schema::{CompleteRequestParams, Implementation};
+use portico::server::{Json, RequestContext, ResourceRequest, Server};
+
+/// A server.
+pub struct Service;
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Point {
+    x: i32,
+}
+
+#[portico::tools]
+impl Service {
+    /// A tool without arguments.
+    #[tool]
+    async fn nothing(&self) -> String {
+        String::new()
+    }
+
+    /// A tool using only the context.
+    #[tool]
+    fn context(cx: RequestContext) -> String {
+        format!("{}", cx.protocol_version())
+    }
+
+    /// Structured.
+    #[tool(structured, destructive = false)]
+    async fn point(self: std::sync::Arc<Self>, x: i32) -> Result<Point, std::io::Error> {
+        Ok(Point { x })
+    }
+
+    /// A static resource.
+    #[resource("a://b")]
+    fn resource(_request: ResourceRequest) -> Json<Vec<u8>> {
+        Json(vec![1])
+    }
+
+    /// A prompt without arguments.
+    #[prompt]
+    fn empty() -> &'static str {
+        "hello"
+    }
+
+    #[completion(resource = "a://{x}", arg = "x")]
+    fn complete(_: &RequestContext, _params: CompleteRequestParams) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A public free tool.
+#[portico::tool]
+pub async fn public(
+    /// Doc.
+    r#type: String,
+) -> String {
+    r#type
+}
+
+/// A private free resource template.
+#[portico::resource("x://{+path}{?q}")]
+async fn template(path: String, #[arg(name = "q")] query: Option<u8>) -> String {
+    format!("{path}{query:?}")
+}
+
+/// A prompt.
+#[portico::prompt]
+async fn prompt(#[arg(default)] depth: u8, #[arg(default = "x")] name: &str) -> String {
+    format!("{depth}{name}")
+}
+
+fn main() {
+    let builder = Server::builder(Implementation::new("x", "1")).toolbox(Service);
+    let builder = template::register(prompt::register(public::register(builder)));
+    let _ = builder.build();
+    let _ = (public::tool(), template::resource_template(), prompt::prompt());
+}
