@@ -401,3 +401,6 @@ impl<T: CompletionOutput, E: Into<HandlerError>> CompletionOutput for Result<T, 
         self.map_err(Into::into)?.into_complete_result()
     }
 }
+
+#[cfg(test)]
+mod tests;
