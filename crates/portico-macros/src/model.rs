@@ -61,7 +61,7 @@ pub enum Class {
     /// `Option<&str>`.
     OptStr,
     /// `Option<T>`, with `T`.
-    OptValue(Type),
+    OptValue(Box<Type>),
     /// Any other owned type.
     Value,
 }
@@ -492,7 +492,7 @@ fn classify(ty: &Type) -> Result<Class> {
                     let shown = shown(ty);
                     return Err(unsupported_reference(span, &shown));
                 }
-                return Ok(Class::OptValue(inner.clone()));
+                return Ok(Class::OptValue(Box::new(inner.clone())));
             }
             if let Some(span) = borrowed_part(ty) {
                 let shown = shown(ty);
