@@ -116,8 +116,14 @@ impl Library {
 
     /// Always fails with the reason given.
     #[tool]
-    async fn fail(&self, #[serde(rename = "why")] reason: String) -> Result<String, String> {
-        Err(reason)
+    async fn fail(
+        &self,
+        #[serde(rename = "why")] reason: String,
+        /// Shout it.
+        #[serde(default)]
+        loud: bool,
+    ) -> Result<String, String> {
+        Err(if loud { reason.to_uppercase() } else { reason })
     }
 
     /// A user's profile.
@@ -324,7 +330,18 @@ async fn tools_are_listed_with_their_schemas() {
         assert_eq!(schema(&tool("whoami")), closed, "context is not an argument");
         assert_eq!(schema(&tool("ping")), closed);
         assert_eq!(tool("ping").description, None);
-        assert_eq!(schema(&tool("fail"))["required"], json!(["why"]), "serde attributes are forwarded");
+        assert_eq!(
+            schema(&tool("fail")),
+            json!({
+                "type": "object",
+                "properties": {
+                    "why": { "type": "string" },
+                    "loud": { "type": "boolean", "default": false, "description": "Shout it." }
+                },
+                "required": ["why"]
+            }),
+            "serde attributes are forwarded"
+        );
         let greet = tool("greet");
         assert_eq!(greet.description.as_deref(), Some("Greets someone."));
         assert_eq!(schema(&greet)["properties"]["name"]["description"], "Who to greet.");
@@ -377,6 +394,7 @@ async fn calls_decode_arguments_and_convert_results() {
         let r = call("fail", json!({ "why": "out of ink" })).await;
         assert!(r.is_error(), "an Err is a tool execution error");
         assert_eq!(text(&r), "out of ink");
+        assert_eq!(text(&call("fail", json!({ "why": "out of ink", "loud": true })).await), "OUT OF INK");
 
         // Arguments that do not decode: a tool execution error in these revisions.
         let r = call("add", json!({ "a": "forty", "b": 2 })).await;
@@ -537,4 +555,50 @@ async fn functions_stay_callable() {
     assert_eq!(library().add(1, 2).await.sum, 3);
     assert_eq!(Library::motd(), "Read something old.");
     assert_eq!(double(Counted(4)).await, "8");
+}
+
+#[tokio::test]
+async fn free_functions_work_in_any_scope_and_toolboxes_can_be_shared() {
+    /// Says how long a word is.
+    #[portico::tool(name = "len")]
+    fn length(word: String) -> String {
+        word.len().to_string()
+    }
+
+    /// A constant.
+    #[portico::resource("numbers://answer", mime_type = "text/plain")]
+    fn answer() -> String {
+        "42".into()
+    }
+
+    /// Counts to n.
+    #[portico::prompt]
+    fn count(n: u8) -> Vec<portico::schema::PromptMessage> {
+        (1..=n).map(|i| portico::schema::PromptMessage::user(i.to_string())).collect()
+    }
+
+    #[portico::completion(prompt = "count", arg = "n")]
+    fn digits(prefix: &str, _cx: &RequestContext) -> Result<Vec<String>, HandlerError> {
+        Ok((1..=9).map(|d| d.to_string()).filter(|d| d.starts_with(prefix)).collect())
+    }
+
+    let shared = Arc::new(library());
+    let builder = Server::builder(Implementation::new("local", "0.0.1")).toolbox(Arc::clone(&shared));
+    let server = digits::register(count::register(answer::register(length::register(builder)))).build();
+    assert_eq!(answer::resource().uri, "numbers://answer");
+    assert_eq!(count::prompt().arguments.map(|a| a.len()), Some(1));
+    for mode in MODES {
+        let (c, s) = portico::transport::memory::pair();
+        server.connect(s);
+        let client = Client::builder(Implementation::new("test", "0.0.1")).era(mode).connect(c).await.expect("connect");
+        assert_eq!(text(&client.call_tool("len", json!({ "word": "four" })).await.expect("len")), "4");
+        assert_eq!(text(&client.call_tool("add", json!({ "a": 1, "b": 1 })).await.expect("add")), r#"{"sum":2}"#);
+        let r = client.read_resource("numbers://answer").await.expect("answer");
+        assert_eq!(r.contents[0].mime_type(), Some("text/plain"));
+        let r = client.get_prompt("count", [("n".to_owned(), "3".to_owned())]).await.expect("count");
+        assert_eq!(r.messages.len(), 3);
+        let p = CompleteRequestParams::new(CompletionReference::prompt("count"), CompleteArgument::new("n", "7"));
+        assert_eq!(client.complete(p).await.expect("complete").completion.values, ["7"]);
+    }
+    assert_eq!(Arc::strong_count(&shared), 1 + 10, "one clone per handler taking `self` (ten of them)");
 }

@@ -81,6 +81,35 @@
 //! | `child-process` | no | `transport::child`: spawn a server and talk to it over its stdio |
 //! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
 //! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
+#![cfg_attr(
+    feature = "macros",
+    doc = r##"
+# With the macros (feature `macros`)
+
+Tools, resources, prompts and completions as typed functions: parameters are the arguments,
+doc comments the descriptions, schemas are derived with schemars, and each macro expands to the
+builder calls above ([`tool`], [`tools`], [`resource`], [`prompt`], [`completion`]).
+
+```no_run
+use portico::schema::Implementation;
+use portico::server::{RequestContext, Server};
+
+/// Greets someone by name.
+#[portico::tool]
+async fn greet(/** Who to greet. */ name: String, cx: &RequestContext) -> String {
+    cx.progress(1.0, Some(1.0), None).await.ok();
+    format!("Hello, {name}!")
+}
+
+# async fn run() -> Result<(), portico::Error> {
+greet::register(Server::builder(Implementation::new("hello", "1.0.0")))
+    .build()
+    .serve(portico::transport::stdio::stdio())
+    .await
+# }
+```
+"##
+)]
 #![deny(missing_docs)]
 
 pub use portico_schema as schema;

@@ -7,9 +7,18 @@ use portico::server::{Json, RequestContext, ResourceRequest, Server};
 /// A server.
 pub struct Service;
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
+#[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 struct Point {
     x: i32,
+}
+
+#[portico::tools]
+impl Point {
+    /// `Self` in parameter and result types means `Point`.
+    #[tool]
+    fn shift(&self, by: Self, #[arg(default = Self { x: 1 })] scale: Self) -> Json<Self> {
+        Json(Point { x: self.x + by.x * scale.x })
+    }
 }
 
 #[portico::tools]
@@ -72,7 +81,7 @@ async fn prompt(#[arg(default)] depth: u8, #[arg(default = "x")] name: &str) -> 
 }
 
 fn main() {
-    let builder = Server::builder(Implementation::new("x", "1")).toolbox(Service);
+    let builder = Server::builder(Implementation::new("x", "1")).toolbox(Service).toolbox(Point { x: 0 });
     let builder = template::register(prompt::register(public::register(builder)));
     let _ = builder.build();
     let _ = (public::tool(), template::resource_template(), prompt::prompt());

@@ -58,7 +58,7 @@ pub use sealed::{SealingKey, StateSealer};
 #[doc(hidden)]
 pub use typed::__private;
 #[cfg(feature = "schemars")]
-pub use typed::{CompletionOutput, PromptOutput, ResourceOutput, ToolBox, input_schema, output_schema};
+pub use typed::{CompletionOutput, IntoToolBox, PromptOutput, ResourceOutput, ToolBox, input_schema, output_schema};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::error::Error;

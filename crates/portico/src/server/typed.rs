@@ -177,11 +177,34 @@ pub trait ToolBox: Send + Sync + 'static {
     fn register(self: Arc<Self>, builder: ServerBuilder) -> ServerBuilder;
 }
 
+/// What [`ServerBuilder::toolbox`] takes: a [`ToolBox`], or an `Arc` of one to keep a handle
+/// on the shared state. (`M` tells the two apart; callers never name it.)
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a toolbox",
+    note = "pass a value of a type with a `#[portico::tools]` impl block (or that implements `ToolBox`), or an `Arc` of one"
+)]
+pub trait IntoToolBox<T: ToolBox, M> {
+    /// The shared toolbox.
+    fn into_toolbox(self) -> Arc<T>;
+}
+
+impl<T: ToolBox> IntoToolBox<T, support::Owned> for T {
+    fn into_toolbox(self) -> Arc<T> {
+        Arc::new(self)
+    }
+}
+
+impl<T: ToolBox> IntoToolBox<T, support::Shared> for Arc<T> {
+    fn into_toolbox(self) -> Arc<T> {
+        self
+    }
+}
+
 impl ServerBuilder {
-    /// Adds everything a [`ToolBox`] offers (`#[portico::tools]` impl blocks are toolboxes).
-    /// Pass the value, or an `Arc` of it to keep a handle.
-    pub fn toolbox<T: ToolBox>(self, toolbox: impl Into<Arc<T>>) -> Self {
-        toolbox.into().register(self)
+    /// Adds everything a [`ToolBox`] offers (`#[portico::tools]` impl blocks are toolboxes):
+    /// pass the value, or an `Arc` of it to keep a handle on its state.
+    pub fn toolbox<T: ToolBox, M>(self, toolbox: impl IntoToolBox<T, M>) -> Self {
+        toolbox.into_toolbox().register(self)
     }
 
     /// Completes `argument` of the prompt or resource template `reference` with `handler`;

@@ -64,6 +64,14 @@ where
     }
 }
 
+/// `IntoToolBox` for a toolbox by value.
+#[derive(Debug)]
+pub enum Owned {}
+
+/// `IntoToolBox` for an `Arc` of a toolbox.
+#[derive(Debug)]
+pub enum Shared {}
+
 /// The arguments of `prompts/get`: names to strings.
 pub type PromptArguments = BTreeMap<String, String>;
 
