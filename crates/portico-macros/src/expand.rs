@@ -36,22 +36,22 @@ impl Ctx<'_> {
     }
 }
 
+/// Spliced as plain tokens (not a group), so that `Self::new()` and `Self { … }` stay valid
+/// expressions; `#[tools]` refuses generic impl blocks, so the type is a plain path.
 fn replace_self(tokens: TokenStream, ty: &Type) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|tt| match tt {
-            TokenTree::Ident(i) if i == "Self" => {
-                let ty = ty.to_token_stream();
-                TokenTree::Group(Group::new(proc_macro2::Delimiter::None, ty))
-            }
+    let mut out = TokenStream::new();
+    for tt in tokens {
+        match tt {
+            TokenTree::Ident(i) if i == "Self" => out.extend(ty.to_token_stream()),
             TokenTree::Group(g) => {
                 let mut new = Group::new(g.delimiter(), replace_self(g.stream(), ty));
                 new.set_span(g.span());
-                TokenTree::Group(new)
+                out.extend([TokenTree::Group(new)]);
             }
-            other => other,
-        })
-        .collect()
+            other => out.extend([other]),
+        }
+    }
+    out
 }
 
 /// What one handler expands to.

@@ -19,6 +19,18 @@ impl Point {
     fn shift(&self, by: Self, #[arg(default = Self { x: 1 })] scale: Self) -> Json<Self> {
         Json(Point { x: self.x + by.x * scale.x })
     }
+
+    /// A default from an associated function.
+    #[tool]
+    fn reset(&self, #[arg(default = Self::origin())] to: Point) -> Json<Point> {
+        Json(to)
+    }
+}
+
+impl Point {
+    fn origin() -> Self {
+        Point { x: 0 }
+    }
 }
 
 #[portico::tools]
