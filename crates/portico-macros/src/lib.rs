@@ -156,6 +156,9 @@
 //! `builder.complete_argument(CompletionReference::prompt(name), arg, |params, cx| …)`.
 //!
 //! The expansion names the `portico` crate as `::portico`: depend on it under that name.
+//!
+//! Why the macros are shaped this way (and how they differ from rmcp's): `design/macros.md` in
+//! the repository.
 #![deny(missing_docs)]
 
 mod expand;
@@ -248,6 +251,7 @@ fn free(kind: Kind, attr: TokenStream2, item: TokenStream2) -> TokenStream2 {
         #f
         #[doc = #doc]
         #[allow(non_camel_case_types)]
+        #[derive(Debug)]
         #vis enum #ident {}
         const _: () = {
             #items

@@ -1,10 +1,11 @@
 //! Expansions compile without a warning in a crate that denies them, public or not.
-#![deny(warnings, missing_docs, unused, unreachable_pub, clippy::all)]
+#![deny(warnings, missing_docs, missing_debug_implementations, unused, unreachable_pub, clippy::all)]
 
 use portico::schema::{CompleteRequestParams, Implementation};
 use portico::server::{Json, RequestContext, ResourceRequest, Server};
 
 /// A server.
+#[derive(Debug)]
 pub struct Service;
 
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
