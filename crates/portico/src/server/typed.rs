@@ -108,8 +108,9 @@ fn cached<T: ?Sized + 'static>(direction: Direction, make: impl FnOnce() -> Json
     static CACHE: OnceLock<SchemaCache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (TypeId::of::<T>(), direction);
-    let cell: &'static OnceLock<JsonObject> =
-        *cache.lock().unwrap_or_else(PoisonError::into_inner).entry(key).or_insert_with(|| Box::leak(Box::default()));
+    let mut cells = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let cell: &'static OnceLock<JsonObject> = cells.entry(key).or_insert_with(|| Box::leak(Box::default()));
+    drop(cells);
     cell.get_or_init(make)
 }
 
