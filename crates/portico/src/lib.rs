@@ -82,6 +82,37 @@
 //! | `http-server` | no | `transport::http::server`: Streamable HTTP (both eras) and legacy HTTP+SSE, as an axum router or `serve(addr)` |
 //! | `http-client` | no | `transport::http::client`: Streamable HTTP client (both eras), resumption, legacy HTTP+SSE fallback |
 //! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
+//! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
+//! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
+#![cfg_attr(
+    feature = "macros",
+    doc = r##"
+# With the macros (feature `macros`)
+
+Tools, resources, prompts and completions as typed functions: parameters are the arguments,
+doc comments the descriptions, schemas are derived with schemars, and each macro expands to the
+builder calls above ([`tool`], [`tools`], [`resource`], [`prompt`], [`completion`]).
+
+```no_run
+use portico::schema::Implementation;
+use portico::server::{RequestContext, Server};
+
+/// Greets someone by name.
+#[portico::tool]
+async fn greet(/** Who to greet. */ name: String, cx: &RequestContext) -> String {
+    cx.progress(1.0, Some(1.0), None).await.ok();
+    format!("Hello, {name}!")
+}
+
+# async fn run() -> Result<(), portico::Error> {
+greet::register(Server::builder(Implementation::new("hello", "1.0.0")))
+    .build()
+    .serve(portico::transport::stdio::stdio())
+    .await
+# }
+```
+"##
+)]
 #![deny(missing_docs)]
 
 pub use portico_schema as schema;
@@ -97,3 +128,11 @@ pub use error::{Error, ErrorKind, Result};
 pub mod client;
 #[cfg(feature = "server")]
 pub mod server;
+
+#[cfg(feature = "macros")]
+pub use portico_macros::{completion, prompt, resource, tool, tools};
+
+// What the macros' expansions name: `::portico::__private::…`.
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+pub use server::__private;

@@ -35,6 +35,8 @@ mod registry;
 pub mod sealed;
 pub(crate) mod session;
 mod tasks;
+#[cfg(feature = "schemars")]
+mod typed;
 pub mod uri_template;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,6 +56,11 @@ pub use registry::{
 };
 pub use sealed::{SealingKey, StateSealer};
 pub use tasks::{TASKS_EXTENSION, TaskSupport};
+#[cfg(feature = "schemars")]
+#[doc(hidden)]
+pub use typed::__private;
+#[cfg(feature = "schemars")]
+pub use typed::{CompletionOutput, IntoToolBox, PromptOutput, ResourceOutput, ToolBox, input_schema, output_schema};
 pub use uri_template::{UriTemplate, UriTemplateError};
 
 use crate::error::Error;

@@ -1,0 +1,7 @@
+/// Joins words.
+#[portico::tool]
+async fn join(words: Vec<&str>) -> String {
+    words.join(" ")
+}
+
+fn main() {}
