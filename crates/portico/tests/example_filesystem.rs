@@ -188,6 +188,10 @@ async fn escapes_are_tool_errors() {
         // The resource template refuses too, with a protocol error.
         let uri = format!("file://{}", s(&outside.join("secret.txt")));
         client.read_resource(&uri).await.expect_err("outside");
+        let missing = format!("file://{}", s(&allowed.join("nope.txt")));
+        let e = client.read_resource(&missing).await.expect_err("missing");
+        let want = if mode == EraMode::Stateless { ErrorCode::INVALID_PARAMS } else { ErrorCode::RESOURCE_NOT_FOUND };
+        assert_eq!(e.peer_error().map(|e| e.code), Some(want));
         client.close().await;
     }
 }

@@ -99,7 +99,8 @@ pub fn server(dirs: &[PathBuf]) -> std::io::Result<Server> {
         )
         .tool(
             Tool::new("write_file", path_schema(&[("content", "The new content of the file")]))
-                .with_description("Creates or replaces a text file, after the user confirms"),
+                .with_description("Creates or replaces a text file, after the user confirms")
+                .with_annotations(ToolAnnotations::new().with_destructive(true)),
             move |a: WriteArg, cx: RequestContext| {
                 let base = b4.clone();
                 async move { write_confirmed(&base, a, &cx).await }
@@ -114,10 +115,11 @@ pub fn server(dirs: &[PathBuf]) -> std::io::Result<Server> {
                 async move {
                     let allowed = allowed_dirs(&base, &cx).await.map_err(HandlerError::invalid_params)?;
                     let path = format!("/{}", r.var("path").unwrap_or_default());
-                    let text = blocking(move || read_text(&resolve(&allowed, &path)?))
-                        .await
-                        .map_err(HandlerError::invalid_params)?;
-                    Ok(ResourceContents::text(r.uri(), text))
+                    match blocking(move || read_text(&resolve(&allowed, &path)?)).await {
+                        Ok(text) => Ok(ResourceContents::text(r.uri(), text)),
+                        Err(e) if e.starts_with("not found") => Err(HandlerError::resource_not_found(r.uri())),
+                        Err(e) => Err(HandlerError::invalid_params(e)),
+                    }
                 }
             },
         )
@@ -197,9 +199,10 @@ pub fn file_uri_to_path(uri: &str) -> Option<PathBuf> {
 /// Resolves `requested` to a canonical path inside one of `allowed` (themselves canonical),
 /// or says why not. A path that does not exist yet (for `write_file`) must have an existing
 /// parent inside the allowed directories.
-pub fn resolve(allowed: &[PathBuf], requested: &str) -> Result<PathBuf, String> {
+pub fn resolve(allowed: &[PathBuf], requested: impl AsRef<Path>) -> Result<PathBuf, String> {
     let first = allowed.first().ok_or("no directory is allowed (the client's roots exclude all of them)")?;
-    let p = Path::new(requested);
+    let p = requested.as_ref();
+    let requested = p.display();
     if p.components().any(|c| c == Component::ParentDir) {
         return Err(format!("access denied: `..` is not allowed in paths ({requested})"));
     }
@@ -228,7 +231,10 @@ pub fn resolve(allowed: &[PathBuf], requested: &str) -> Result<PathBuf, String> 
 
 /// Reads a UTF-8 file of at most [`MAX_READ_BYTES`].
 pub fn read_text(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("not found: {}", path.display()),
+        _ => format!("cannot read {}: {e}", path.display()),
+    })?;
     if !meta.is_file() {
         return Err(format!("{} is not a file", path.display()));
     }
@@ -305,7 +311,7 @@ async fn write_confirmed(base: &[PathBuf], a: WriteArg, cx: &RequestContext) -> 
     let len = a.content.len();
     blocking(move || {
         // Re-check right before writing: the path may have changed while the user decided.
-        let again = resolve(&allowed, &path.to_string_lossy())?;
+        let again = resolve(&allowed, &path)?;
         std::fs::write(&again, a.content).map_err(|e| format!("cannot write {}: {e}", again.display()))?;
         Ok(format!("wrote {len} bytes to {}", again.display()))
     })
