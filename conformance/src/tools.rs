@@ -210,6 +210,17 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
             CallToolResult::error(ERROR_TEXT)
         })
         .tool(
+            no_args(
+                "test_reconnection",
+                "Closes its SSE stream mid-call (SSE polling); the result arrives on the resumed stream",
+            ),
+            |_: NoArgs, cx: RequestContext| async move {
+                cx.close_sse_stream();
+                tokio::time::sleep(STEP).await;
+                "Reconnection test completed successfully"
+            },
+        )
+        .tool(
             no_args("test_tool_with_progress", "Reports progress 0, 50 and 100 of 100"),
             |_: NoArgs, cx: RequestContext| async move {
                 for (i, progress) in [0.0, 50.0, 100.0].into_iter().enumerate() {

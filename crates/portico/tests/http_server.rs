@@ -528,3 +528,51 @@ async fn batches_over_http_only_in_2025_03_26_sessions() {
     let r = srv.post(batch, &[("mcp-session-id", &sid)]).await;
     assert_eq!(r.status(), 400, "batches were removed after 2025-03-26");
 }
+
+#[tokio::test]
+async fn a_handler_can_close_its_stream_and_the_client_resumes_it() {
+    let srv = start(|h| h.sse_retry(Some(50))).await;
+    srv.server.add_tool(
+        Tool::new("poll", JsonObject::new()),
+        |_: Empty, cx: portico::server::RequestContext| async move {
+            cx.close_sse_stream();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            "polled"
+        },
+    );
+    let sid = srv.initialize("2025-11-25").await;
+    let r = srv
+        .post(
+            json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"poll","arguments":{}}}),
+            &[("mcp-session-id", &sid)],
+        )
+        .await;
+    assert!(r.headers()["content-type"].to_str().expect("ct").starts_with("text/event-stream"));
+    let text = r.text().await.expect("the stream ends early");
+    assert!(text.contains("retry: 50"), "{text}");
+    let events = sse_events(&text);
+    assert_eq!(events.len(), 1, "only the priming event before the close: {events:?}");
+    let (Some(prime), None) = events[0].clone() else { panic!("priming event expected: {events:?}") };
+    // Resuming after the priming event delivers the result.
+    let mut get = srv
+        .http
+        .get(&srv.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .header("last-event-id", prime)
+        .send()
+        .await
+        .expect("get");
+    let mut text = String::new();
+    while !text.contains("polled") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), get.chunk())
+            .await
+            .expect("in time")
+            .expect("chunk")
+            .expect("open");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let result = sse_events(&text).into_iter().find_map(|(_, d)| d).expect("result");
+    assert_eq!(result["id"], 7);
+    assert_eq!(result["result"]["content"][0]["text"], "polled");
+}

@@ -131,6 +131,8 @@ pub(crate) struct Queued {
     pub id: RequestId,
     pub method: Box<str>,
     pub params: Option<Box<RawValue>>,
+    /// Set by transports whose response streams can be closed and resumed (HTTP sessions).
+    pub close_stream: Option<Arc<tokio::sync::Notify>>,
 }
 
 impl<S: Service> Dispatcher<S> {
@@ -227,7 +229,7 @@ impl<S: Service> Dispatcher<S> {
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
                 self.service.admit(&method);
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),
                     Ok(permit) => {
@@ -282,7 +284,8 @@ impl<S: Service> Dispatcher<S> {
                     // token through the in-flight map, without a shared token tree to contend on.
                     let token = CancellationToken::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
-                    let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                    let q =
+                        Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
                     futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
                 }
@@ -350,7 +353,13 @@ pub(crate) async fn run_request<S: Service>(
 ) -> Option<(Peer, Vec<u8>)> {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
-    let request = IncomingRequest { id: q.id, method: q.method, params: q.params, cancel: token.clone() };
+    let request = IncomingRequest {
+        id: q.id,
+        method: q.method,
+        params: q.params,
+        cancel: token.clone(),
+        close_stream: q.close_stream,
+    };
     let call = service.call(request, peer.clone());
     let outcome = tokio::select! {
         biased;

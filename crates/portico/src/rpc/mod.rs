@@ -63,6 +63,8 @@ pub(crate) struct IncomingRequest {
     pub params: Option<Box<RawValue>>,
     /// Cancelled by `notifications/cancelled` or when the connection closes.
     pub cancel: CancellationToken,
+    /// Notified to end this request's response stream early (resumable HTTP streams only).
+    pub close_stream: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// What a request handler produces: a serialized result, or a wire error.

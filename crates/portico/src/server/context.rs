@@ -55,6 +55,8 @@ pub(crate) struct Inner {
     pub input: Option<Arc<InputState>>,
     pub server: Server,
     pub last_progress: Mutex<Option<f64>>,
+    /// Ends the request's response stream early, where the transport can resume it.
+    pub close_stream: Option<Arc<Notify>>,
 }
 
 /// Who decides whether a log message is sent.
@@ -182,6 +184,17 @@ impl RequestContext {
     /// The server handling the request (to add or remove tools, notify resource updates, …).
     pub fn server(&self) -> &Server {
         &self.inner.server
+    }
+
+    /// Ends this request's SSE response stream now, on transports whose streams the client
+    /// can resume (Streamable HTTP sessions of 2025-11-25 and earlier, which send `retry`):
+    /// the client reconnects with `Last-Event-ID` and receives what the handler sends after.
+    /// A server uses it to avoid holding long-lived connections ("SSE polling"). Elsewhere it
+    /// does nothing.
+    pub fn close_sse_stream(&self) {
+        if let Some(n) = &self.inner.close_stream {
+            n.notify_one();
+        }
     }
 
     /// Reports progress, if the client asked for it (`_meta.progressToken`); otherwise does

@@ -598,6 +598,7 @@ impl Session {
             input,
             server: self.server.clone(),
             last_progress: Mutex::new(None),
+            close_stream: req.close_stream.clone(),
         })
     }
 

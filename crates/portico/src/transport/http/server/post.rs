@@ -337,7 +337,14 @@ impl Run {
         let peer = self.root.with_out(tx);
         let token = self.root.closed_token().child_token();
         lock(&self.in_flight).insert(id.clone(), token.clone());
-        let q = Queued { id: id.clone(), method: method.into(), params: params.map(|p| p.to_owned()) };
+        // Handlers may end a session stream early; the client resumes it with Last-Event-ID.
+        let close = self.session.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
+        let q = Queued {
+            id: id.clone(),
+            method: method.into(),
+            params: params.map(|p| p.to_owned()),
+            close_stream: close.clone(),
+        };
         let (fin_tx, mut fin_rx) = oneshot::channel();
         let busy = self.session.clone().map(Busy::new);
         let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
@@ -350,6 +357,13 @@ impl Run {
         // In 2026-07-28 a response stream that goes away cancels the request.
         let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
 
+        let close_signal = close.clone();
+        let close_requested = async move {
+            match close_signal {
+                Some(c) => c.notified().await,
+                None => std::future::pending().await,
+            }
+        };
         let first = if self.allow_sse {
             tokio::select! {
                 biased;
@@ -359,6 +373,8 @@ impl Run {
                     None => First::Final((&mut fin_rx).await.ok().flatten()),
                 },
                 f = &mut fin_rx => First::Final(f.ok().flatten()),
+                // The handler ends its stream before anything was sent: prime it, then end it.
+                _ = close_requested => First::Closed,
             }
         } else {
             // JSON only: messages before the result cannot be delivered.
@@ -372,7 +388,7 @@ impl Run {
         };
         let queued = match &first {
             First::Final(_) => rx.try_recv().ok(),
-            First::Message(_) => None,
+            First::Message(_) | First::Closed => None,
         };
         match (first, queued) {
             (First::Final(None), _) => {
@@ -393,9 +409,10 @@ impl Run {
             (first, queued) => {
                 let mut pending: Vec<Bytes> = Vec::new();
                 let mut fin = None;
+                let closed_early = matches!(first, First::Closed);
                 match first {
                     First::Message(Some(m)) => pending.push(Bytes::from(m)),
-                    First::Message(None) => {}
+                    First::Message(None) | First::Closed => {}
                     First::Final(f) => fin = f,
                 }
                 if let Some(q) = queued {
@@ -404,7 +421,7 @@ impl Run {
                         pending.push(Bytes::from(m));
                     }
                 }
-                let (body, session_id) = self.stream(pending, fin, rx, fin_rx, guard);
+                let (body, session_id) = self.stream(pending, fin, rx, fin_rx, guard, close, closed_early);
                 (sse_response(body, session_id.as_deref()), Outcome::Streamed)
             }
         }
@@ -418,6 +435,8 @@ impl Run {
         mut rx: mpsc::Receiver<Vec<u8>>,
         fin_rx: oneshot::Receiver<Option<Bytes>>,
         guard: CancelOnDrop,
+        close: Option<Arc<tokio::sync::Notify>>,
+        closed_early: bool,
     ) -> (axum::body::Body, Option<String>) {
         let (sse_tx, sse_rx) = mpsc::channel(self.buffer.max(pending.len() + 2));
         match &self.session {
@@ -428,6 +447,16 @@ impl Run {
                     let _ = sse_tx.try_send(SseItem::Prime { id: format!("{stream}-0"), retry_ms: self.retry_ms });
                 }
                 s.attach(stream, None, sse_tx);
+                if closed_early {
+                    s.detach(stream);
+                } else if let Some(close) = close {
+                    // `notify_one` stores a permit, so a request made before this point counts.
+                    let session = s.clone();
+                    tokio::spawn(async move {
+                        close.notified().await;
+                        session.detach(stream);
+                    });
+                }
                 let session = s.clone();
                 let busy = Busy::new(s.clone());
                 tokio::spawn(async move {
@@ -477,6 +506,8 @@ impl Run {
 enum First {
     Message(Option<Vec<u8>>),
     Final(Option<Bytes>),
+    /// The handler asked to end its stream before sending anything.
+    Closed,
 }
 
 /// Passes messages to `emit` until the result arrives.
@@ -560,7 +591,7 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) 
             Ok(Incoming::Request { id, method, params }) => {
                 let token = s.peer.closed_token().child_token();
                 lock(&s.in_flight).insert(id.clone(), token.clone());
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()) };
+                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
                 // Messages a batched request sends before its result cannot be delivered.
                 let (tx, _rx) = mpsc::channel(1);
                 requests.push(run_request(s.service.clone(), s.peer.with_out(tx), s.in_flight.clone(), q, token));

@@ -137,6 +137,16 @@ impl HttpSession {
         }
     }
 
+    /// Ends the client's response for `stream` without completing the stream: what follows is
+    /// logged, and the client picks it up by resuming with `Last-Event-ID`.
+    pub(crate) fn detach(&self, stream: u64) {
+        if let Some(entry) = lock(&self.live).get_mut(&stream)
+            && let Some(tx) = entry.tx.take()
+        {
+            let _ = tx.try_send(SseItem::End);
+        }
+    }
+
     /// Marks `stream` complete: its client's response ends after what it has.
     pub(crate) fn finish(&self, stream: u64) {
         let mut live = lock(&self.live);
