@@ -32,7 +32,7 @@ type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 const SERVER: &str = env!("CARGO_BIN_EXE_conformance-server");
 const SAMPLED: &str = "This is a test response from the client";
 
-const TOOLS: [&str; 34] = [
+const TOOLS: [&str; 35] = [
     "confirm_delete",
     "failing_job",
     "greet",
@@ -59,6 +59,7 @@ const TOOLS: [&str; 34] = [
     "test_logging_tool",
     "test_missing_capability",
     "test_multiple_content_types",
+    "test_reconnection",
     "test_sampling",
     "test_simple_text",
     "test_streaming_elicitation",

@@ -421,7 +421,12 @@ impl Run {
                         pending.push(Bytes::from(m));
                     }
                 }
-                let (body, session_id) = self.stream(pending, fin, rx, fin_rx, guard, close, closed_early);
+                let close = match (closed_early, close) {
+                    (true, _) => CloseStream::Now,
+                    (false, Some(n)) => CloseStream::OnRequest(n),
+                    (false, None) => CloseStream::Never,
+                };
+                let (body, session_id) = self.stream(pending, fin, rx, fin_rx, guard, close);
                 (sse_response(body, session_id.as_deref()), Outcome::Streamed)
             }
         }
@@ -435,8 +440,7 @@ impl Run {
         mut rx: mpsc::Receiver<Vec<u8>>,
         fin_rx: oneshot::Receiver<Option<Bytes>>,
         guard: CancelOnDrop,
-        close: Option<Arc<tokio::sync::Notify>>,
-        closed_early: bool,
+        close: CloseStream,
     ) -> (axum::body::Body, Option<String>) {
         let (sse_tx, sse_rx) = mpsc::channel(self.buffer.max(pending.len() + 2));
         match &self.session {
@@ -447,9 +451,9 @@ impl Run {
                     let _ = sse_tx.try_send(SseItem::Prime { id: format!("{stream}-0"), retry_ms: self.retry_ms });
                 }
                 s.attach(stream, None, sse_tx);
-                if closed_early {
+                if matches!(close, CloseStream::Now) {
                     s.detach(stream);
-                } else if let Some(close) = close {
+                } else if let CloseStream::OnRequest(close) = close {
                     // `notify_one` stores a permit, so a request made before this point counts.
                     let session = s.clone();
                     tokio::spawn(async move {
@@ -501,6 +505,15 @@ impl Run {
             }
         }
     }
+}
+
+/// Whether the handler ends its (resumable) stream before the result.
+enum CloseStream {
+    Never,
+    /// It already asked, before anything was sent.
+    Now,
+    /// It may ask later.
+    OnRequest(Arc<tokio::sync::Notify>),
 }
 
 enum First {
