@@ -2,8 +2,13 @@
 # Builds the harness in release and runs every workload against the Portico bench server (both
 # eras) and the raw echo baseline. Extra arguments go to every bench-driver run, e.g.
 #   bench/run.sh --duration 10 --json
+# `bench/run.sh --compare [ARGS…]` runs bench/compare.sh instead: Portico beside rmcp, one table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ "${1:-}" == "--compare" ]]; then
+    shift
+    exec bench/compare.sh "$@"
+fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 cargo build --release -p portico-bench
 bin="$CARGO_TARGET_DIR/release"
