@@ -314,3 +314,28 @@ async fn pages_and_the_stateless_cache() {
         client.close().await;
     }
 }
+
+#[tokio::test]
+async fn resources_templates_and_prompts_can_be_disabled_and_removed_at_runtime() {
+    let (client, server, _p, _rec, _wire) = connect(EraMode::Handshake(ProtocolVersion::V2025_11_25)).await;
+    assert!(server.set_prompt_enabled("explain", false));
+    assert!(client.list_all_prompts().await.expect("prompts").is_empty());
+    let e = client.get_prompt("explain", [("topic".to_owned(), "x".to_owned())]).await.expect_err("hidden");
+    assert_eq!(e.peer_error().map(|e| e.code), Some(ErrorCode::INVALID_PARAMS));
+    assert!(server.set_prompt_enabled("explain", true));
+    client.get_prompt("explain", [("topic".to_owned(), "x".to_owned())]).await.expect("visible again");
+
+    assert!(server.set_resource_enabled("test://static", false));
+    assert!(client.list_all_resources().await.expect("resources").is_empty());
+    let e = client.read_resource("test://static").await.expect_err("hidden");
+    assert_eq!(e.peer_error().map(|e| e.code), Some(ErrorCode::RESOURCE_NOT_FOUND));
+    assert!(server.set_resource_template_enabled("test://items/{id}", false));
+    assert!(client.list_all_resource_templates().await.expect("templates").is_empty());
+    assert!(client.read_resource("test://items/1").await.is_err());
+    assert!(server.set_resource_template_enabled("test://items/{id}", true));
+    client.read_resource("test://items/1").await.expect("visible again");
+    assert!(server.remove_resource_template("test://items/{id}"));
+    assert!(!server.remove_resource_template("test://items/{id}"), "already gone");
+    assert!(!server.set_prompt_enabled("nope", true), "unknown names are reported");
+    client.close().await;
+}

@@ -264,6 +264,69 @@ impl Server {
         changed.is_some()
     }
 
+    /// Hides or shows a resource without removing it; `false` when there is none at `uri`.
+    pub fn set_resource_enabled(&self, uri: &str, enabled: bool) -> bool {
+        let changed = self.write(|r| match r.resources.get_mut(uri) {
+            Some(e) if e.enabled != enabled => {
+                *e = Arc::new(ResourceEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
+                Some(true)
+            }
+            Some(_) => Some(false),
+            None => None,
+        });
+        if changed == Some(true) {
+            self.emit(Event::ResourcesChanged);
+        }
+        changed.is_some()
+    }
+
+    /// Hides or shows a resource template without removing it; `false` when there is none.
+    pub fn set_resource_template_enabled(&self, uri_template: &str, enabled: bool) -> bool {
+        let changed = self.write(|r| match r.templates.get_mut(uri_template) {
+            Some(e) if e.enabled != enabled => {
+                let entry = TemplateEntry {
+                    def: e.def.clone(),
+                    template: e.template.clone(),
+                    handler: e.handler.clone(),
+                    enabled,
+                };
+                *e = Arc::new(entry);
+                Some(true)
+            }
+            Some(_) => Some(false),
+            None => None,
+        });
+        if changed == Some(true) {
+            self.emit(Event::ResourcesChanged);
+        }
+        changed.is_some()
+    }
+
+    /// Removes a resource template; `false` when there was none.
+    pub fn remove_resource_template(&self, uri_template: &str) -> bool {
+        let removed = self.write(|r| r.templates.remove(uri_template)).is_some();
+        if removed {
+            self.emit(Event::ResourcesChanged);
+        }
+        removed
+    }
+
+    /// Hides or shows a prompt without removing it; `false` when there is none of that name.
+    pub fn set_prompt_enabled(&self, name: &str, enabled: bool) -> bool {
+        let changed = self.write(|r| match r.prompts.get_mut(name) {
+            Some(e) if e.enabled != enabled => {
+                *e = Arc::new(PromptEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
+                Some(true)
+            }
+            Some(_) => Some(false),
+            None => None,
+        });
+        if changed == Some(true) {
+            self.emit(Event::PromptsChanged);
+        }
+        changed.is_some()
+    }
+
     /// Adds or replaces a resource; connected clients are told the list changed.
     pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
         let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
