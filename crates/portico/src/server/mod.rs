@@ -230,7 +230,7 @@ impl Server {
 
     /// Adds or replaces a tool that may run as a task (see [`ServerBuilder::task_tool`]).
     pub fn add_task_tool<M>(&self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true, tasks };
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: AtomicBool::new(true), tasks };
         self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
         self.inner.offers.tools.store(true, Ordering::Relaxed);
         if tasks != TaskSupport::Forbidden {
@@ -250,56 +250,29 @@ impl Server {
 
     /// Hides or shows a tool without removing it; `false` when there is none of that name.
     pub fn set_tool_enabled(&self, name: &str, enabled: bool) -> bool {
-        let changed = self.write(|r| match r.tools.get_mut(name) {
-            Some(e) if e.enabled != enabled => {
-                *e = Arc::new(ToolEntry { def: e.def.clone(), handler: e.handler.clone(), enabled, tasks: e.tasks });
-                Some(true)
-            }
-            Some(_) => Some(false),
-            None => None,
-        });
-        if changed == Some(true) {
+        let found = self.set_enabled(|r| r.tools.get(name).map(|e| &e.enabled), enabled);
+        if found == Some(true) {
             self.tools_changed();
         }
-        changed.is_some()
+        found.is_some()
     }
 
     /// Hides or shows a resource without removing it; `false` when there is none at `uri`.
     pub fn set_resource_enabled(&self, uri: &str, enabled: bool) -> bool {
-        let changed = self.write(|r| match r.resources.get_mut(uri) {
-            Some(e) if e.enabled != enabled => {
-                *e = Arc::new(ResourceEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
-                Some(true)
-            }
-            Some(_) => Some(false),
-            None => None,
-        });
-        if changed == Some(true) {
+        let found = self.set_enabled(|r| r.resources.get(uri).map(|e| &e.enabled), enabled);
+        if found == Some(true) {
             self.emit(Event::ResourcesChanged);
         }
-        changed.is_some()
+        found.is_some()
     }
 
     /// Hides or shows a resource template without removing it; `false` when there is none.
     pub fn set_resource_template_enabled(&self, uri_template: &str, enabled: bool) -> bool {
-        let changed = self.write(|r| match r.templates.get_mut(uri_template) {
-            Some(e) if e.enabled != enabled => {
-                let entry = TemplateEntry {
-                    def: e.def.clone(),
-                    template: e.template.clone(),
-                    handler: e.handler.clone(),
-                    enabled,
-                };
-                *e = Arc::new(entry);
-                Some(true)
-            }
-            Some(_) => Some(false),
-            None => None,
-        });
-        if changed == Some(true) {
+        let found = self.set_enabled(|r| r.templates.get(uri_template).map(|e| &e.enabled), enabled);
+        if found == Some(true) {
             self.emit(Event::ResourcesChanged);
         }
-        changed.is_some()
+        found.is_some()
     }
 
     /// Removes a resource template; `false` when there was none.
@@ -313,23 +286,22 @@ impl Server {
 
     /// Hides or shows a prompt without removing it; `false` when there is none of that name.
     pub fn set_prompt_enabled(&self, name: &str, enabled: bool) -> bool {
-        let changed = self.write(|r| match r.prompts.get_mut(name) {
-            Some(e) if e.enabled != enabled => {
-                *e = Arc::new(PromptEntry { def: e.def.clone(), handler: e.handler.clone(), enabled });
-                Some(true)
-            }
-            Some(_) => Some(false),
-            None => None,
-        });
-        if changed == Some(true) {
+        let found = self.set_enabled(|r| r.prompts.get(name).map(|e| &e.enabled), enabled);
+        if found == Some(true) {
             self.emit(Event::PromptsChanged);
         }
-        changed.is_some()
+        found.is_some()
+    }
+
+    /// Sets the flag `pick` finds: `None` when there is no such entry, `Some(changed)` otherwise.
+    fn set_enabled(&self, pick: impl FnOnce(&Registry) -> Option<&AtomicBool>, enabled: bool) -> Option<bool> {
+        let registry = self.registry();
+        pick(&registry).map(|flag| flag.swap(enabled, Ordering::SeqCst) != enabled)
     }
 
     /// Adds or replaces a resource; connected clients are told the list changed.
     pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
-        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
+        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
         self.write(|r| r.resources.insert(entry.def.uri.clone(), Arc::new(entry)));
         self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
@@ -354,7 +326,12 @@ impl Server {
         handler: impl ResourceHandler,
     ) -> Result<(), UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
-        let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
+        let entry = TemplateEntry {
+            def: template,
+            template: parsed,
+            handler: handler.into_erased(),
+            enabled: AtomicBool::new(true),
+        };
         self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
         self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
@@ -363,7 +340,7 @@ impl Server {
 
     /// Adds or replaces a prompt; connected clients are told the list changed.
     pub fn add_prompt<M>(&self, prompt: Prompt, handler: impl PromptHandler<M>) {
-        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
+        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
         self.write(|r| r.prompts.insert(entry.def.name.clone(), Arc::new(entry)));
         self.inner.offers.prompts.store(true, Ordering::Relaxed);
         self.emit(Event::PromptsChanged);
@@ -436,7 +413,7 @@ impl ServerBuilder {
     ///     .build();
     /// ```
     pub fn task_tool<M>(mut self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) -> Self {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: true, tasks };
+        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: AtomicBool::new(true), tasks };
         self.registry.tools.insert(entry.def.name.clone(), Arc::new(entry));
         self
     }
@@ -458,7 +435,7 @@ impl ServerBuilder {
 
     /// Adds a resource and its handler.
     pub fn resource(mut self, resource: Resource, handler: impl ResourceHandler) -> Self {
-        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: true };
+        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
         self.registry.resources.insert(entry.def.uri.clone(), Arc::new(entry));
         self
     }
@@ -485,14 +462,19 @@ impl ServerBuilder {
         handler: impl ResourceHandler,
     ) -> Result<Self, UriTemplateError> {
         let parsed = UriTemplate::parse(&template.uri_template)?;
-        let entry = TemplateEntry { def: template, template: parsed, handler: handler.into_erased(), enabled: true };
+        let entry = TemplateEntry {
+            def: template,
+            template: parsed,
+            handler: handler.into_erased(),
+            enabled: AtomicBool::new(true),
+        };
         self.registry.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));
         Ok(self)
     }
 
     /// Adds a prompt and its handler.
     pub fn prompt<M>(mut self, prompt: Prompt, handler: impl PromptHandler<M>) -> Self {
-        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: true };
+        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
         self.registry.prompts.insert(entry.def.name.clone(), Arc::new(entry));
         self
     }

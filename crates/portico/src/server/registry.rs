@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -207,41 +208,45 @@ where
 pub(crate) struct ToolEntry {
     pub def: Tool,
     pub handler: ErasedTool,
-    pub enabled: bool,
+    pub enabled: AtomicBool,
     pub tasks: super::TaskSupport,
 }
 
 pub(crate) struct ResourceEntry {
     pub def: Resource,
     pub handler: ErasedResource,
-    pub enabled: bool,
+    pub enabled: AtomicBool,
 }
 
 pub(crate) struct TemplateEntry {
     pub def: ResourceTemplate,
     pub template: UriTemplate,
     pub handler: ErasedResource,
-    pub enabled: bool,
+    pub enabled: AtomicBool,
 }
 
 pub(crate) struct PromptEntry {
     pub def: Prompt,
     pub handler: ErasedPrompt,
-    pub enabled: bool,
+    pub enabled: AtomicBool,
 }
 
 /// What the listing code needs of any entry.
 pub(crate) trait Entry {
     type Def: Clone;
     fn def(&self) -> &Self::Def;
-    fn enabled(&self) -> bool;
+    fn enabled(&self) -> bool {
+        self.enabled_flag().load(Ordering::Relaxed)
+    }
+    /// The flag `Server::set_*_enabled` flips.
+    fn enabled_flag(&self) -> &AtomicBool;
 }
 
 macro_rules! entry {
     ($($t:ty => $d:ty),*) => {$(impl Entry for $t {
         type Def = $d;
         fn def(&self) -> &$d { &self.def }
-        fn enabled(&self) -> bool { self.enabled }
+        fn enabled_flag(&self) -> &AtomicBool { &self.enabled }
     })*};
 }
 entry!(ToolEntry => Tool, ResourceEntry => Resource, TemplateEntry => ResourceTemplate, PromptEntry => Prompt);
@@ -259,10 +264,10 @@ pub(crate) struct Registry {
 impl Registry {
     /// The resource handler for `uri`: an exact resource first, then the first matching template.
     pub(crate) fn find_resource(&self, uri: &str) -> Option<(ErasedResource, ResourceRequest)> {
-        if let Some(e) = self.resources.get(uri).filter(|e| e.enabled) {
+        if let Some(e) = self.resources.get(uri).filter(|e| e.enabled()) {
             return Some((e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: None }));
         }
-        self.templates.values().filter(|e| e.enabled).find_map(|e| {
+        self.templates.values().filter(|e| e.enabled()).find_map(|e| {
             e.template.matches(uri).map(|m| (e.handler.clone(), ResourceRequest { uri: uri.to_owned(), vars: Some(m) }))
         })
     }

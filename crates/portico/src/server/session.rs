@@ -334,7 +334,7 @@ impl Session {
 
     async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: NamedCall<'_> = parse(req.params.as_deref())?;
-        let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
+        let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
         };
@@ -421,7 +421,7 @@ impl Session {
 
     async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: NamedCall<'_> = parse(req.params.as_deref())?;
-        let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled).cloned();
+        let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown prompt: {}", p.name)));
         };
