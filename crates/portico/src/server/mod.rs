@@ -85,6 +85,8 @@ struct Inner {
     info: Implementation,
     /// `info` as JSON, for the `_meta` of every stateless-era result (encoded once).
     info_json: serde_json::Value,
+    /// `{"io.modelcontextprotocol/serverInfo": info}`, encoded once.
+    info_meta: Bytes,
     instructions: Option<String>,
     /// What is declared; `add_*` at runtime switches a capability on for later handshakes.
     offers: Offers,
@@ -544,6 +546,10 @@ impl ServerBuilder {
         Server {
             inner: Arc::new(Inner {
                 info_json: serde_json::to_value(&self.info).unwrap_or_default(),
+                info_meta: Bytes::from(
+                    serde_json::to_vec(&serde_json::json!({ portico_schema::META_SERVER_INFO: &self.info }))
+                        .unwrap_or_else(|_| b"{}".to_vec()),
+                ),
                 info: self.info,
                 instructions: self.instructions,
                 offers,

@@ -619,8 +619,6 @@ impl Session {
                 *rt = Some(ResultType::Complete);
             }
             let complete = *rt == Some(ResultType::Complete);
-            let info = self.server.inner.info_json.clone();
-            r.meta_mut().get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info);
             let config = &self.server.inner.config;
             if let Some((ttl, scope)) = r.cache_mut()
                 && complete
@@ -628,7 +626,13 @@ impl Session {
                 ttl.get_or_insert(config.ttl_ms);
                 scope.get_or_insert(config.cache_scope);
             }
-            return encode(&r);
+            if r.meta_mut().is_some() {
+                let info = self.server.inner.info_json.clone();
+                r.meta_mut().get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info);
+                return encode(&r);
+            }
+            // No `_meta` of its own (the usual case): splice the serverInfo encoded once.
+            return encode(&r).map(|bytes| with_server_info(&bytes, &self.server.inner.info_meta));
         }
         *r.result_type_mut() = None;
         encode_for(&r, era.version, down)
@@ -697,6 +701,20 @@ fn modern_era(mut meta: RequestMeta) -> Result<Era, ErrorObject> {
     Ok(Era { version: v, caps: Arc::new(caps), info, meta: Some(meta) })
 }
 
+/// `{…}` → `{…,"_meta":{…serverInfo…}}`: `object` is a serialized JSON object without `_meta`.
+fn with_server_info(object: &[u8], info_meta: &[u8]) -> Bytes {
+    let Some((b'}', head)) = object.split_last() else { return Bytes::copy_from_slice(object) };
+    let mut out = Vec::with_capacity(object.len() + info_meta.len() + 12);
+    out.extend_from_slice(head);
+    if head.len() > 1 {
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"_meta\":");
+    out.extend_from_slice(info_meta);
+    out.push(b'}');
+    Bytes::from(out)
+}
+
 fn encode<R: Serialize>(r: &R) -> Reply {
     serde_json::to_vec(r)
         .map(Bytes::from)
@@ -735,5 +753,25 @@ impl Service for Session {
 
     fn accepts_batches(&self) -> bool {
         self.handshake.get().is_some_and(|h| h.version.receives_batches())
+    }
+}
+
+#[cfg(test)]
+mod splice_tests {
+    use super::with_server_info;
+
+    #[test]
+    fn server_info_is_spliced_into_any_object() {
+        let meta = br#"{"io.modelcontextprotocol/serverInfo":{"name":"s"}}"#;
+        for (object, want) in [
+            (&br#"{}"#[..], serde_json::json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}})),
+            (
+                &br#"{"a":1}"#[..],
+                serde_json::json!({"a": 1, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}}),
+            ),
+        ] {
+            let got: serde_json::Value = serde_json::from_slice(&with_server_info(object, meta)).expect("valid JSON");
+            assert_eq!(got, want);
+        }
     }
 }
