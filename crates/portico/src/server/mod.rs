@@ -66,7 +66,7 @@ pub use uri_template::{UriTemplate, UriTemplateError};
 use crate::error::Error;
 use crate::rpc::{self, RpcConfig};
 use crate::transport::Transport;
-use registry::{PromptEntry, Registry, ResourceEntry, TemplateEntry, ToolEntry};
+use registry::Registry;
 
 /// An MCP server: what it offers and how it behaves. Cheap to clone; clones share everything,
 /// so a tool added through one is visible to every connection.
@@ -232,8 +232,7 @@ impl Server {
 
     /// Adds or replaces a tool that may run as a task (see [`ServerBuilder::task_tool`]).
     pub fn add_task_tool<M>(&self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: AtomicBool::new(true), tasks };
-        self.write(|r| r.tools.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.write(|r| r.insert_tool(tool, handler.into_erased(), tasks));
         self.inner.offers.tools.store(true, Ordering::Relaxed);
         if tasks != TaskSupport::Forbidden {
             self.inner.offers.tasks.store(true, Ordering::Relaxed);
@@ -243,11 +242,7 @@ impl Server {
 
     /// Removes a tool; `false` when there was none of that name.
     pub fn remove_tool(&self, name: &str) -> bool {
-        let removed = self.write(|r| r.tools.remove(name)).is_some();
-        if removed {
-            self.tools_changed();
-        }
-        removed
+        self.remove_with(|r| r.tools.remove(name).is_some(), Self::tools_changed)
     }
 
     /// Hides or shows a tool without removing it; `false` when there is none of that name.
@@ -279,11 +274,7 @@ impl Server {
 
     /// Removes a resource template; `false` when there was none.
     pub fn remove_resource_template(&self, uri_template: &str) -> bool {
-        let removed = self.write(|r| r.templates.remove(uri_template)).is_some();
-        if removed {
-            self.emit(Event::ResourcesChanged);
-        }
-        removed
+        self.remove_with(|r| r.templates.remove(uri_template).is_some(), |s| s.emit(Event::ResourcesChanged))
     }
 
     /// Hides or shows a prompt without removing it; `false` when there is none of that name.
@@ -295,6 +286,15 @@ impl Server {
         found.is_some()
     }
 
+    /// Removes with `f`; when something was removed, tells clients with `changed`.
+    fn remove_with(&self, f: impl FnOnce(&mut Registry) -> bool, changed: impl FnOnce(&Self)) -> bool {
+        let removed = self.write(f);
+        if removed {
+            changed(self);
+        }
+        removed
+    }
+
     /// Sets the flag `pick` finds: `None` when there is no such entry, `Some(changed)` otherwise.
     fn set_enabled(&self, pick: impl FnOnce(&Registry) -> Option<&AtomicBool>, enabled: bool) -> Option<bool> {
         let registry = self.registry();
@@ -303,19 +303,14 @@ impl Server {
 
     /// Adds or replaces a resource; connected clients are told the list changed.
     pub fn add_resource(&self, resource: Resource, handler: impl ResourceHandler) {
-        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
-        self.write(|r| r.resources.insert(entry.def.uri.clone(), Arc::new(entry)));
+        self.write(|r| r.insert_resource(resource, handler.into_erased()));
         self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
     }
 
     /// Removes a resource by URI; `false` when there was none.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        let removed = self.write(|r| r.resources.remove(uri)).is_some();
-        if removed {
-            self.emit(Event::ResourcesChanged);
-        }
-        removed
+        self.remove_with(|r| r.resources.remove(uri).is_some(), |s| s.emit(Event::ResourcesChanged))
     }
 
     /// Adds or replaces a resource template.
@@ -327,14 +322,7 @@ impl Server {
         template: ResourceTemplate,
         handler: impl ResourceHandler,
     ) -> Result<(), UriTemplateError> {
-        let parsed = UriTemplate::parse(&template.uri_template)?;
-        let entry = TemplateEntry {
-            def: template,
-            template: parsed,
-            handler: handler.into_erased(),
-            enabled: AtomicBool::new(true),
-        };
-        self.write(|r| r.templates.insert(entry.def.uri_template.clone(), Arc::new(entry)));
+        self.write(|r| r.insert_template(template, handler.into_erased()))?;
         self.inner.offers.resources.store(true, Ordering::Relaxed);
         self.emit(Event::ResourcesChanged);
         Ok(())
@@ -342,19 +330,14 @@ impl Server {
 
     /// Adds or replaces a prompt; connected clients are told the list changed.
     pub fn add_prompt<M>(&self, prompt: Prompt, handler: impl PromptHandler<M>) {
-        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
-        self.write(|r| r.prompts.insert(entry.def.name.clone(), Arc::new(entry)));
+        self.write(|r| r.insert_prompt(prompt, handler.into_erased()));
         self.inner.offers.prompts.store(true, Ordering::Relaxed);
         self.emit(Event::PromptsChanged);
     }
 
     /// Removes a prompt; `false` when there was none of that name.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        let removed = self.write(|r| r.prompts.remove(name)).is_some();
-        if removed {
-            self.emit(Event::PromptsChanged);
-        }
-        removed
+        self.remove_with(|r| r.prompts.remove(name).is_some(), |s| s.emit(Event::PromptsChanged))
     }
 
     /// Tells subscribed clients that the resource `uri` changed.
@@ -415,8 +398,7 @@ impl ServerBuilder {
     ///     .build();
     /// ```
     pub fn task_tool<M>(mut self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) -> Self {
-        let entry = ToolEntry { def: tool, handler: handler.into_erased(), enabled: AtomicBool::new(true), tasks };
-        self.registry.tools.insert(entry.def.name.clone(), Arc::new(entry));
+        self.registry.insert_tool(tool, handler.into_erased(), tasks);
         self
     }
 
@@ -437,8 +419,7 @@ impl ServerBuilder {
 
     /// Adds a resource and its handler.
     pub fn resource(mut self, resource: Resource, handler: impl ResourceHandler) -> Self {
-        let entry = ResourceEntry { def: resource, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
-        self.registry.resources.insert(entry.def.uri.clone(), Arc::new(entry));
+        self.registry.insert_resource(resource, handler.into_erased());
         self
     }
 
@@ -463,21 +444,13 @@ impl ServerBuilder {
         template: ResourceTemplate,
         handler: impl ResourceHandler,
     ) -> Result<Self, UriTemplateError> {
-        let parsed = UriTemplate::parse(&template.uri_template)?;
-        let entry = TemplateEntry {
-            def: template,
-            template: parsed,
-            handler: handler.into_erased(),
-            enabled: AtomicBool::new(true),
-        };
-        self.registry.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));
+        self.registry.insert_template(template, handler.into_erased())?;
         Ok(self)
     }
 
     /// Adds a prompt and its handler.
     pub fn prompt<M>(mut self, prompt: Prompt, handler: impl PromptHandler<M>) -> Self {
-        let entry = PromptEntry { def: prompt, handler: handler.into_erased(), enabled: AtomicBool::new(true) };
-        self.registry.prompts.insert(entry.def.name.clone(), Arc::new(entry));
+        self.registry.insert_prompt(prompt, handler.into_erased());
         self
     }
 

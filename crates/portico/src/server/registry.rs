@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::context::RequestContext;
 use super::handler::{HandlerError, IntoCallToolResult};
-use super::uri_template::{UriMatch, UriTemplate};
+use super::uri_template::{UriMatch, UriTemplate, UriTemplateError};
 
 /// A tool handler: `Fn(Args) -> Future` or `Fn(Args, RequestContext) -> Future`, where `Args`
 /// is any `Deserialize` type decoded from the call's `arguments` and the future's output is
@@ -262,6 +262,36 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// Adds or replaces a tool (enabled).
+    pub(crate) fn insert_tool(&mut self, def: Tool, handler: ErasedTool, tasks: super::TaskSupport) {
+        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks };
+        self.tools.insert(entry.def.name.clone(), Arc::new(entry));
+    }
+
+    /// Adds or replaces a resource (enabled).
+    pub(crate) fn insert_resource(&mut self, def: Resource, handler: ErasedResource) {
+        let entry = ResourceEntry { def, handler, enabled: AtomicBool::new(true) };
+        self.resources.insert(entry.def.uri.clone(), Arc::new(entry));
+    }
+
+    /// Adds or replaces a resource template (enabled), or says why the template is invalid.
+    pub(crate) fn insert_template(
+        &mut self,
+        def: ResourceTemplate,
+        handler: ErasedResource,
+    ) -> Result<(), UriTemplateError> {
+        let template = UriTemplate::parse(&def.uri_template)?;
+        let entry = TemplateEntry { def, template, handler, enabled: AtomicBool::new(true) };
+        self.templates.insert(entry.def.uri_template.clone(), Arc::new(entry));
+        Ok(())
+    }
+
+    /// Adds or replaces a prompt (enabled).
+    pub(crate) fn insert_prompt(&mut self, def: Prompt, handler: ErasedPrompt) {
+        let entry = PromptEntry { def, handler, enabled: AtomicBool::new(true) };
+        self.prompts.insert(entry.def.name.clone(), Arc::new(entry));
+    }
+
     /// The resource handler for `uri`: an exact resource first, then the first matching template.
     pub(crate) fn find_resource(&self, uri: &str) -> Option<(ErasedResource, ResourceRequest)> {
         if let Some(e) = self.resources.get(uri).filter(|e| e.enabled()) {
