@@ -123,6 +123,10 @@ mod error;
 mod rpc;
 pub mod transport;
 
+pub mod middleware;
+/// The `http` crate, whose [`Extensions`](http::Extensions) carry per-request data to handlers.
+pub use http;
+
 pub use error::{Error, ErrorKind, Result};
 #[cfg(feature = "client")]
 pub mod client;

@@ -105,7 +105,24 @@ impl Inner {
     ) -> Result<Box<RawValue>, Error> {
         let (options, token) = self.options(call);
         self.stamp(params.meta_mut(), token);
-        self.peer.request_raw(method, Some(&params), options).await
+        self.transmit(method, Some(&params), options).await
+    }
+
+    /// Sends a request as is, through the middleware when there is some.
+    pub(super) async fn transmit<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: Option<&P>,
+        options: RequestOptions,
+    ) -> Result<Box<RawValue>, Error> {
+        let Some(stack) = &self.middleware else {
+            return self.peer.request_raw(method, params, options).await;
+        };
+        let raw = params
+            .map(serde_json::value::to_raw_value)
+            .transpose()
+            .map_err(|e| Error::local(format!("cannot serialize {method} params")).with_source(e))?;
+        super::stack::send(stack, &self.peer, method, raw, options).await
     }
 
     pub(super) async fn send<P: HasMeta + Serialize, R: DeserializeOwned>(

@@ -23,6 +23,7 @@ pub mod elicitation;
 mod handler;
 mod service;
 pub mod skills;
+mod stack;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -72,6 +73,7 @@ pub struct ClientBuilder {
     timeout: Duration,
     probe_timeout: Duration,
     max_input_rounds: usize,
+    layers: Vec<crate::middleware::LayerFn>,
 }
 
 impl ClientBuilder {
@@ -96,6 +98,27 @@ impl ClientBuilder {
     /// Time allowed for each request without an answer or progress (default 60 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Wraps every request this client sends — the era probe and `initialize` included — in a
+    /// tower layer (see [`crate::middleware`]); the last layer added runs first. The layer's
+    /// service takes an [`McpRequest`](crate::middleware::McpRequest) whose params are final
+    /// (`_meta` filled in) and answers an [`McpResponse`](crate::middleware::McpResponse); the
+    /// server's JSON-RPC errors arrive as error answers, other failures (timeouts, a closed
+    /// connection) as the service's error.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.layers.push(crate::middleware::boxed_layer(layer));
         self
     }
 
@@ -135,6 +158,7 @@ impl ClientBuilder {
             instructions: None,
             log_level: std::sync::Mutex::new(None),
             next_token: AtomicI64::new(1),
+            middleware: stack::build(&self.layers),
         };
         let stateless = match self.mode {
             EraMode::Stateless => match inner.discover_negotiating(self.timeout).await {
@@ -203,6 +227,8 @@ struct Inner {
     instructions: Option<String>,
     log_level: std::sync::Mutex<Option<LoggingLevel>>,
     next_token: AtomicI64,
+    /// The middleware stack, built once; `None` without layers.
+    middleware: Option<crate::middleware::Stack>,
 }
 
 /// Options of one call.
@@ -281,6 +307,7 @@ impl Client {
             timeout: rpc::DEFAULT_REQUEST_TIMEOUT,
             probe_timeout: Duration::from_secs(5),
             max_input_rounds: 16,
+            layers: Vec::new(),
         }
     }
 
@@ -318,7 +345,8 @@ impl Client {
             return Ok(());
         }
         let (o, _) = self.inner.options(&CallOptions::new());
-        let _: EmptyResult = self.inner.peer.request::<serde_json::Value, _>(methods::PING, None, o).await?;
+        let raw = self.inner.transmit::<serde_json::Value>(methods::PING, None, o).await?;
+        let _: EmptyResult = decode(methods::PING, &raw)?;
         Ok(())
     }
 
@@ -558,7 +586,7 @@ impl Client {
                 cancel: Some(token),
                 ..Default::default()
             };
-            let _ = inner.peer.request_raw(methods::SUBSCRIPTIONS_LISTEN, Some(&params), options).await;
+            let _ = inner.transmit(methods::SUBSCRIPTIONS_LISTEN, Some(&params), options).await;
         });
         let acknowledged = tokio::time::timeout(self.inner.timeout, ack)
             .await

@@ -133,6 +133,20 @@ pub(crate) struct Queued {
     pub params: Option<Box<RawValue>>,
     /// Set by transports whose response streams can be closed and resumed (HTTP sessions).
     pub close_stream: Option<Arc<tokio::sync::Notify>>,
+    /// Handed to the handler (see [`IncomingRequest::extensions`]).
+    pub extensions: http::Extensions,
+}
+
+impl Queued {
+    pub(crate) fn new(id: RequestId, method: &str, params: Option<&RawValue>) -> Self {
+        Queued {
+            id,
+            method: method.into(),
+            params: params.map(|p| p.to_owned()),
+            close_stream: None,
+            extensions: http::Extensions::new(),
+        }
+    }
 }
 
 impl<S: Service> Dispatcher<S> {
@@ -229,7 +243,7 @@ impl<S: Service> Dispatcher<S> {
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
                 self.service.admit(&method);
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                let q = Queued::new(id, &method, params);
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),
                     Ok(permit) => {
@@ -284,8 +298,7 @@ impl<S: Service> Dispatcher<S> {
                     // token through the in-flight map, without a shared token tree to contend on.
                     let token = CancellationToken::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
-                    let q =
-                        Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                    let q = Queued::new(id, &method, params);
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
                     futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
                 }
@@ -359,6 +372,7 @@ pub(crate) async fn run_request<S: Service>(
         params: q.params,
         cancel: token.clone(),
         close_stream: q.close_stream,
+        extensions: q.extensions,
     };
     let call = service.call(request, peer.clone());
     let outcome = tokio::select! {

@@ -65,6 +65,9 @@ pub(crate) struct IncomingRequest {
     pub cancel: CancellationToken,
     /// Notified to end this request's response stream early (resumable HTTP streams only).
     pub close_stream: Option<Arc<tokio::sync::Notify>>,
+    /// What the transport knows of the request (over HTTP: the HTTP request's extensions, e.g.
+    /// the authenticated principal), and what middleware added.
+    pub extensions: http::Extensions,
 }
 
 /// What a request handler produces: a serialized result, or a wire error.

@@ -57,6 +57,7 @@ pub(crate) struct Inner {
     pub last_progress: Mutex<Option<f64>>,
     /// Ends the request's response stream early, where the transport can resume it.
     pub close_stream: Option<Arc<Notify>>,
+    pub extensions: http::Extensions,
 }
 
 /// Who decides whether a log message is sent.
@@ -179,6 +180,25 @@ impl RequestContext {
     /// True once the request is cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()
+    }
+
+    /// What the transport and middleware attached to this request: over HTTP, the extensions
+    /// of the HTTP request (what an authorization layer or any tower layer in front of the MCP
+    /// endpoint inserted, e.g. the authenticated principal); then whatever JSON-RPC middleware
+    /// ([`ServerBuilder::layer`](crate::server::ServerBuilder::layer)) added. Empty over stdio
+    /// unless middleware adds something.
+    ///
+    /// ```
+    /// # use portico::server::RequestContext;
+    /// #[derive(Clone)]
+    /// struct User(String);
+    ///
+    /// fn who(cx: &RequestContext) -> &str {
+    ///     cx.extensions().get::<User>().map_or("anonymous", |u| u.0.as_str())
+    /// }
+    /// ```
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.inner.extensions
     }
 
     /// The server handling the request (to add or remove tools, notify resource updates, …).

@@ -34,6 +34,7 @@ mod input;
 mod registry;
 pub mod sealed;
 pub(crate) mod session;
+pub(crate) mod stack;
 mod tasks;
 #[cfg(feature = "schemars")]
 mod typed;
@@ -97,6 +98,8 @@ struct Inner {
     tools_cache: RwLock<Vec<(ProtocolVersion, Bytes)>>,
     /// Tasks of the tasks extension.
     tasks: tasks::TaskStore,
+    /// The middleware stack, built once; `None` without layers.
+    middleware: Option<crate::middleware::Stack>,
 }
 
 #[derive(Clone)]
@@ -140,6 +143,8 @@ pub struct ServerBuilder {
     tools: bool,
     resources: bool,
     prompts: bool,
+    layers: Vec<crate::middleware::LayerFn>,
+    tool_layers: std::collections::HashMap<String, Vec<crate::middleware::LayerFn>>,
 }
 
 impl Server {
@@ -160,6 +165,8 @@ impl Server {
             tools: false,
             resources: false,
             prompts: false,
+            layers: Vec::new(),
+            tool_layers: std::collections::HashMap::new(),
         }
     }
 
@@ -478,6 +485,49 @@ impl ServerBuilder {
         self
     }
 
+    /// Wraps every request this server handles in a tower layer (see [`crate::middleware`]).
+    /// The layer sees the request after decoding and before the era layer; the last layer
+    /// added runs first (as in axum). Its service takes an [`McpRequest`](crate::middleware::McpRequest)
+    /// and answers an [`McpResponse`](crate::middleware::McpResponse); if it fails, the client
+    /// gets an internal error (-32603) with the failure's message.
+    ///
+    /// Layers whose state is per clone (e.g. `tower::limit::RateLimit`) are cloned per request:
+    /// put such limits behind `tower::buffer` or use a shared one (`ConcurrencyLimit` shares its
+    /// semaphore between clones).
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.layers.push(crate::middleware::boxed_layer(layer));
+        self
+    }
+
+    /// Wraps `tools/call` requests for the tool `name` in a tower layer, inside the layers of
+    /// [`layer`](Self::layer) (which see every request first). Several layers for one tool nest
+    /// like [`layer`](Self::layer)'s. Applies to the tool of that name whenever it exists,
+    /// including one added at runtime.
+    pub fn tool_layer<L>(mut self, name: impl Into<String>, layer: L) -> Self
+    where
+        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
+        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
+        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
+    {
+        self.tool_layers.entry(name.into()).or_default().push(crate::middleware::boxed_layer(layer));
+        self
+    }
+
     /// Splits lists into pages of at most `n` items (default: one page).
     pub fn page_size(mut self, n: usize) -> Self {
         self.config.page_size = Some(n.max(1));
@@ -516,6 +566,7 @@ impl ServerBuilder {
         };
         let (events, _) = broadcast::channel(256);
         let tasks = tasks::TaskStore::new(self.config.tasks, events.clone());
+        let middleware = stack::middleware_stack(&self.layers, &self.tool_layers);
         Server {
             inner: Arc::new(Inner {
                 info_json: serde_json::to_value(&self.info).unwrap_or_default(),
@@ -531,6 +582,7 @@ impl ServerBuilder {
                 events,
                 tools_cache: RwLock::new(Vec::new()),
                 tasks,
+                middleware,
             }),
         }
     }

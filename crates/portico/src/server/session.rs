@@ -123,7 +123,7 @@ impl Session {
         let _ = self.peer.set(peer);
     }
 
-    async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
+    pub(super) async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
         let params = req.params.as_deref();
         let peek: MetaPeek = match params {
             // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
@@ -599,6 +599,7 @@ impl Session {
             server: self.server.clone(),
             last_progress: Mutex::new(None),
             close_stream: req.close_stream.clone(),
+            extensions: req.extensions.clone(),
         })
     }
 
@@ -740,7 +741,10 @@ impl Service for Session {
     }
 
     fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
-        self.handle(request, peer).boxed()
+        match &self.server.inner.middleware {
+            Some(stack) => super::stack::call(stack.clone(), self, request, peer),
+            None => self.handle(request, peer).boxed(),
+        }
     }
 
     fn notify(&self, method: &str, _params: Option<&RawValue>, _peer: &Peer) {

@@ -22,7 +22,9 @@ use crate::rpc::{InFlight, Peer, Queued, lock, route_notification, run_request};
 use crate::server::session::Session;
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    // Handed to the handlers (e.g. the principal an authorization layer put there).
+    let ext = std::mem::take(&mut parts.extensions);
     let headers = &parts.headers;
     let json = headers
         .get(CONTENT_TYPE)
@@ -71,8 +73,8 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     };
     match envelope::decode(&bytes) {
         Frame::Single(Err(Invalid { id, error })) => error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error),
-        Frame::Single(Ok(msg)) => single(shared, headers, msg).await,
-        Frame::Batch(items) => batch(shared, headers, items).await,
+        Frame::Single(Ok(msg)) => single(shared, headers, ext, msg).await,
+        Frame::Batch(items) => batch(shared, headers, ext, items).await,
     }
 }
 
@@ -117,7 +119,7 @@ fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
 }
 
-async fn single(shared: Arc<Shared>, headers: &HeaderMap, msg: Incoming<'_>) -> Response {
+async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, msg: Incoming<'_>) -> Response {
     let sid = session_header(headers);
     let session = sid.and_then(|id| shared.sessions.get(id));
     match msg {
@@ -132,17 +134,17 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, msg: Incoming<'_>) -> 
             // The dual-era rule: a request carrying the stateless `_meta` is a 2026-07-28
             // request, whatever its method (`initialize` included, which that revision lacks).
             if let Some(meta) = meta {
-                return stateless(&shared, headers, id, &method, params, meta).await;
+                return stateless(&shared, headers, ext, id, &method, params, meta).await;
             }
             if method == methods::INITIALIZE {
-                return initialize(&shared, headers, id, params).await;
+                return initialize(&shared, headers, ext, id, params).await;
             }
             match (sid, session) {
                 (Some(_), Some(s)) => {
                     if let Some(r) = handshake_version_refused(headers) {
                         return r;
                     }
-                    let ctx = Run::session(&shared, headers, s);
+                    let ctx = Run::session(&shared, headers, ext, s);
                     ctx.run(id, &method, params).await.0
                 }
                 (Some(_), None) => unknown_session(),
@@ -180,7 +182,13 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, msg: Incoming<'_>) -> 
     }
 }
 
-async fn initialize(shared: &Arc<Shared>, headers: &HeaderMap, id: RequestId, params: Option<&RawValue>) -> Response {
+async fn initialize(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    ext: http::Extensions,
+    id: RequestId,
+    params: Option<&RawValue>,
+) -> Response {
     let service = Arc::new(Session::new(shared.server.clone()));
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(shared.config.stream_buffer);
     let peer = Peer::new(tx);
@@ -203,7 +211,7 @@ async fn initialize(shared: &Arc<Shared>, headers: &HeaderMap, id: RequestId, pa
             s.emit(GET_STREAM, Bytes::from(m));
         }
     });
-    let ctx = Run::session(shared, headers, session.clone());
+    let ctx = Run::session(shared, headers, ext, session.clone());
     let (mut response, outcome) = ctx.run(id, methods::INITIALIZE, params).await;
     if outcome == Outcome::Ok {
         if let Ok(v) = HeaderValue::from_str(&session.id) {
@@ -219,6 +227,7 @@ async fn initialize(shared: &Arc<Shared>, headers: &HeaderMap, id: RequestId, pa
 async fn stateless(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
+    ext: http::Extensions,
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
@@ -231,7 +240,7 @@ async fn stateless(
     if let Err(e) = check_mirrored(shared, headers, &meta.version, method, params) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
-    let ctx = Run::stateless(shared, headers);
+    let ctx = Run::stateless(shared, headers, ext);
     ctx.run(id, method, params).await.0
 }
 
@@ -299,10 +308,11 @@ struct Run {
     retry_ms: Option<u64>,
     keep_alive: std::time::Duration,
     buffer: usize,
+    extensions: http::Extensions,
 }
 
 impl Run {
-    fn session(shared: &Shared, headers: &HeaderMap, s: Arc<HttpSession>) -> Run {
+    fn session(shared: &Shared, headers: &HeaderMap, extensions: http::Extensions, s: Arc<HttpSession>) -> Run {
         Run {
             service: s.service.clone(),
             root: s.peer.clone(),
@@ -313,10 +323,11 @@ impl Run {
             retry_ms: shared.config.retry_ms,
             keep_alive: shared.config.keep_alive,
             buffer: shared.config.stream_buffer,
+            extensions,
         }
     }
 
-    fn stateless(shared: &Shared, headers: &HeaderMap) -> Run {
+    fn stateless(shared: &Shared, headers: &HeaderMap, extensions: http::Extensions) -> Run {
         Run {
             service: shared.stateless.clone(),
             root: shared.stateless_peer.clone(),
@@ -327,12 +338,13 @@ impl Run {
             retry_ms: None,
             keep_alive: shared.config.keep_alive,
             buffer: shared.config.stream_buffer,
+            extensions,
         }
     }
 
     /// Runs the request; answers JSON when the result comes before anything else (and JSON is
     /// acceptable), SSE otherwise.
-    async fn run(self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
+    async fn run(mut self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(self.buffer);
         let peer = self.root.with_out(tx);
         let token = self.root.closed_token().child_token();
@@ -344,6 +356,7 @@ impl Run {
             method: method.into(),
             params: params.map(|p| p.to_owned()),
             close_stream: close.clone(),
+            extensions: std::mem::take(&mut self.extensions),
         };
         let (fin_tx, mut fin_rx) = oneshot::channel();
         let busy = self.session.clone().map(Busy::new);
@@ -569,7 +582,7 @@ fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
 }
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
-async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) -> Response {
+async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, items: Vec<&RawValue>) -> Response {
     let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id)) else {
         return error_response(
             StatusCode::BAD_REQUEST,
@@ -604,7 +617,8 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) 
             Ok(Incoming::Request { id, method, params }) => {
                 let token = s.peer.closed_token().child_token();
                 lock(&s.in_flight).insert(id.clone(), token.clone());
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                let mut q = Queued::new(id, &method, params);
+                q.extensions = ext.clone();
                 // Messages a batched request sends before its result cannot be delivered.
                 let (tx, _rx) = mpsc::channel(1);
                 requests.push(run_request(s.service.clone(), s.peer.with_out(tx), s.in_flight.clone(), q, token));

@@ -1,0 +1,77 @@
+//! The client's middleware stack: the innermost service sends the request over the connection.
+
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use serde_json::value::RawValue;
+use tower::ServiceExt;
+
+use crate::error::Error;
+use crate::middleware::{BoxError, LayerFn, McpRequest, McpResponse, Route, Stack, build_stack};
+use crate::rpc::{Peer, RequestOptions};
+
+/// Sends `params` as `method` through `stack`.
+pub(super) async fn send(
+    stack: &Stack,
+    peer: &Peer,
+    method: &str,
+    params: Option<Box<RawValue>>,
+    mut options: RequestOptions,
+) -> Result<Box<RawValue>, Error> {
+    let id = options.id.clone().unwrap_or_else(|| peer.next_id());
+    options.id = Some(id.clone());
+    let req = McpRequest::new(id, method.into(), params, http::Extensions::new(), Route::Client(peer.clone(), options));
+    match stack.clone().oneshot(req).await {
+        Ok(r) => match r.into_outcome() {
+            Ok(bytes) => String::from_utf8(bytes.to_vec())
+                .ok()
+                .and_then(|s| RawValue::from_string(s).ok())
+                .ok_or_else(|| Error::local(format!("middleware answered {method} with a result that is not JSON"))),
+            Err(e) => Err(Error::peer(e)),
+        },
+        Err(e) => Err(match e.downcast::<Error>() {
+            Ok(e) => *e,
+            Err(e) => Error::local(format!("{method} failed in middleware: {e}")),
+        }),
+    }
+}
+
+/// The innermost service: the request goes out on the connection.
+#[derive(Clone, Copy)]
+struct Endpoint;
+
+impl tower::Service<McpRequest> for Endpoint {
+    type Response = McpResponse;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<McpResponse, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let (_, method, params, _, route) = req.into_parts();
+        #[allow(irrefutable_let_patterns)]
+        let Route::Client(peer, options) = route else {
+            return async { Err(BoxError::from("a server request reached the client's stack")) }.boxed();
+        };
+        async move {
+            match peer.request_raw(&method, params.as_deref(), options).await {
+                Ok(raw) => Ok(McpResponse::from_outcome(Ok(Bytes::from(String::from(raw.get()))))),
+                // The server's JSON-RPC errors are answers layers see; the rest are failures.
+                Err(e) => match e.peer_error() {
+                    Some(obj) => Ok(McpResponse::error(obj.clone())),
+                    None => Err(Box::new(e) as BoxError),
+                },
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Builds the stack once; `None` without layers.
+pub(super) fn build(layers: &[LayerFn]) -> Option<Stack> {
+    (!layers.is_empty()).then(|| build_stack(Stack::new(Endpoint), layers))
+}

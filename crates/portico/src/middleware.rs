@@ -1,0 +1,229 @@
+//! JSON-RPC middleware: [tower] layers around the requests a server handles and the requests a
+//! client sends.
+//!
+//! A layer sees each request as an [`McpRequest`] (id, method, raw params, extensions) and
+//! answers an [`McpResponse`] (a raw result or a JSON-RPC error). It can log, time, limit,
+//! reject, or attach data for the handler ([`McpRequest::extensions_mut`], read back with
+//! [`RequestContext::extensions`](crate::server::RequestContext::extensions)). Any tower layer
+//! whose service keeps these types works: `tower::timeout::TimeoutLayer`,
+//! `tower::limit::ConcurrencyLimitLayer`, `tower::util::MapRequestLayer`, `tower::layer::layer_fn`
+//! over your own service, …
+//!
+//! Where they sit: on a server, after the transport has framed and decoded the message and before
+//! the era layer (so a layer sees every request, `initialize` and `server/discover` included,
+//! exactly as the client sent it); per tool, around `tools/call` of that tool only
+//! ([`ServerBuilder::tool_layer`](crate::server::ServerBuilder::tool_layer)). On a client,
+//! around every request the client sends after connecting
+//! ([`ClientBuilder::layer`](crate::client::ClientBuilder::layer)).
+//!
+//! The stack is built once, when the server or client is built; with no layer there is no cost.
+//! A layer that fails (its service returns an error, e.g. a timeout) answers the request with an
+//! internal error (-32603) carrying the error's message; on a client the call fails with it.
+//!
+//! ```
+//! use std::time::Duration;
+//! use portico::middleware::{McpRequest, McpResponse};
+//! use portico::schema::{ErrorObject, Implementation};
+//! use portico::server::Server;
+//!
+//! // Refuse `tools/call` for requests without a tenant, and time every request out after 30 s.
+//! #[derive(Clone)]
+//! struct Tenant(String);
+//!
+//! let server = Server::builder(Implementation::new("demo", "1.0.0"))
+//!     .layer(tower::timeout::TimeoutLayer::new(Duration::from_secs(30)))
+//!     .layer(tower::layer::layer_fn(|inner| {
+//!         tower::util::MapRequest::new(inner, |mut req: McpRequest| {
+//!             req.extensions_mut().insert(Tenant("acme".into()));
+//!             req
+//!         })
+//!     }))
+//!     .build();
+//! # let _ = server;
+//! ```
+//!
+//! [tower]: https://docs.rs/tower
+
+use bytes::Bytes;
+use portico_schema::{ErrorObject, RequestId};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+
+/// The error type of middleware services (what tower layers such as `Timeout` produce).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A JSON-RPC request as middleware sees it.
+pub struct McpRequest {
+    id: RequestId,
+    method: Box<str>,
+    params: Option<Box<RawValue>>,
+    extensions: http::Extensions,
+    pub(crate) route: Route,
+}
+
+/// Where the innermost service sends the request: to the server's era layer, or to the
+/// client's connection.
+pub(crate) enum Route {
+    #[cfg(feature = "server")]
+    Server(crate::server::stack::Route),
+    #[cfg(feature = "client")]
+    Client(crate::rpc::Peer, crate::rpc::RequestOptions),
+}
+
+impl std::fmt::Debug for McpRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpRequest")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("params", &self.params)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpRequest {
+    pub(crate) fn new(
+        id: RequestId,
+        method: Box<str>,
+        params: Option<Box<RawValue>>,
+        extensions: http::Extensions,
+        route: Route,
+    ) -> Self {
+        McpRequest { id, method, params, extensions, route }
+    }
+
+    pub(crate) fn into_parts(self) -> (RequestId, Box<str>, Option<Box<RawValue>>, http::Extensions, Route) {
+        (self.id, self.method, self.params, self.extensions, self.route)
+    }
+
+    /// The JSON-RPC id.
+    pub fn id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The method, e.g. `tools/call`.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The params as sent (raw JSON), if any.
+    pub fn params(&self) -> Option<&RawValue> {
+        self.params.as_deref()
+    }
+
+    /// Decodes the params as `T` (e.g. [`CallToolRequestParams`](portico_schema::CallToolRequestParams)).
+    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.params.as_deref().map_or("{}", RawValue::get))
+    }
+
+    /// Replaces the params (e.g. to fill in defaults or redact a field).
+    pub fn set_params<T: Serialize>(&mut self, params: &T) -> Result<(), serde_json::Error> {
+        self.params = Some(serde_json::value::to_raw_value(params)?);
+        Ok(())
+    }
+
+    /// The name of the tool a `tools/call` request calls (`None` for other methods, or when
+    /// the params have no string `name`).
+    pub fn tool_name(&self) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Named<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+        }
+        if &*self.method != portico_schema::methods::TOOLS_CALL {
+            return None;
+        }
+        let p = self.params.as_deref()?;
+        serde_json::from_str::<Named<'_>>(p.get()).ok().map(|n| n.name.into_owned())
+    }
+
+    /// Data travelling with the request: over HTTP, the HTTP request's extensions; then what
+    /// layers insert. Server handlers read them with
+    /// [`RequestContext::extensions`](crate::server::RequestContext::extensions).
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// See [`extensions`](Self::extensions).
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        &mut self.extensions
+    }
+}
+
+/// The answer to an [`McpRequest`]: a result (raw JSON object) or a JSON-RPC error.
+#[derive(Debug, Clone)]
+pub struct McpResponse {
+    outcome: Result<Bytes, ErrorObject>,
+}
+
+impl McpResponse {
+    pub(crate) fn from_outcome(outcome: Result<Bytes, ErrorObject>) -> Self {
+        McpResponse { outcome }
+    }
+
+    pub(crate) fn into_outcome(self) -> Result<Bytes, ErrorObject> {
+        self.outcome
+    }
+
+    /// A JSON-RPC error answer (a layer refusing a request).
+    pub fn error(error: ErrorObject) -> Self {
+        McpResponse { outcome: Err(error) }
+    }
+
+    /// A result answer, encoded from `result` (which must serialize to a JSON object).
+    pub fn result<T: Serialize>(result: &T) -> Result<Self, serde_json::Error> {
+        Ok(McpResponse { outcome: Ok(Bytes::from(serde_json::to_vec(result)?)) })
+    }
+
+    /// True when this is an error answer.
+    pub fn is_error(&self) -> bool {
+        self.outcome.is_err()
+    }
+
+    /// The error, when this is an error answer.
+    pub fn error_object(&self) -> Option<&ErrorObject> {
+        self.outcome.as_ref().err()
+    }
+
+    /// The result as JSON text, when this is a result answer.
+    pub fn result_json(&self) -> Option<&str> {
+        self.outcome.as_ref().ok().and_then(|b| std::str::from_utf8(b).ok())
+    }
+
+    /// Decodes the result as `T`; `None` for an error answer.
+    pub fn result_as<T: DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        self.outcome.as_ref().ok().map(|b| serde_json::from_slice(b))
+    }
+}
+
+/// The service a layer wraps: the rest of the stack, type-erased. Name it when writing a layer
+/// by hand (`tower::layer::layer_fn(|inner: McpService| …)`).
+pub type McpService = tower::util::BoxCloneSyncService<McpRequest, McpResponse, BoxError>;
+
+pub(crate) type Stack = McpService;
+
+/// A layer, stored until the stack is built.
+pub(crate) type LayerFn = Box<dyn Fn(Stack) -> Stack + Send + Sync>;
+
+/// Boxes a tower layer so a builder can keep it.
+pub(crate) fn boxed_layer<L>(layer: L) -> LayerFn
+where
+    L: tower::Layer<Stack> + Send + Sync + 'static,
+    L::Service: tower::Service<McpRequest, Response = McpResponse> + Clone + Send + Sync + 'static,
+    <L::Service as tower::Service<McpRequest>>::Error: Into<BoxError>,
+    <L::Service as tower::Service<McpRequest>>::Future: Send + 'static,
+{
+    use tower::ServiceExt;
+    Box::new(move |inner| Stack::new(layer.layer(inner).map_err(Into::into)))
+}
+
+/// Wraps `inner` in `layers`, the last added outermost (it sees the request first), as in axum.
+pub(crate) fn build_stack(inner: Stack, layers: &[LayerFn]) -> Stack {
+    layers.iter().fold(inner, |s, l| l(s))
+}
+
+/// The JSON-RPC error answering a request whose middleware failed.
+#[cfg(feature = "server")]
+pub(crate) fn middleware_error(e: &BoxError) -> ErrorObject {
+    ErrorObject::internal_error(format!("request failed in middleware: {e}"))
+}

@@ -1,0 +1,107 @@
+//! The server's middleware stack: the innermost service that hands a request to the era layer,
+//! the per-tool routing, and how the stack is built once from the builder's layers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::session::Session;
+use crate::middleware::{BoxError, LayerFn, McpRequest, McpResponse, Stack, build_stack, middleware_error};
+use crate::rpc::{IncomingRequest, Peer, Reply};
+
+/// What the era layer needs besides the request itself.
+pub(crate) struct Route {
+    session: Arc<Session>,
+    peer: Peer,
+    cancel: CancellationToken,
+    close_stream: Option<Arc<Notify>>,
+}
+
+/// Runs `request` through `stack`, then the era layer.
+pub(super) fn call(
+    stack: Stack,
+    session: Arc<Session>,
+    request: IncomingRequest,
+    peer: Peer,
+) -> BoxFuture<'static, Reply> {
+    let IncomingRequest { id, method, params, cancel, close_stream, extensions } = request;
+    let route = Route { session, peer, cancel, close_stream };
+    let req = McpRequest::new(id, method, params, extensions, crate::middleware::Route::Server(route));
+    async move {
+        match stack.oneshot(req).await {
+            Ok(r) => r.into_outcome(),
+            Err(e) => Err(middleware_error(&e)),
+        }
+    }
+    .boxed()
+}
+
+/// The innermost service: the era layer and the handlers.
+#[derive(Clone, Copy)]
+struct Endpoint;
+
+impl tower::Service<McpRequest> for Endpoint {
+    type Response = McpResponse;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<McpResponse, BoxError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let (id, method, params, extensions, route) = req.into_parts();
+        #[allow(irrefutable_let_patterns)]
+        let crate::middleware::Route::Server(r) = route else {
+            return async { Err(BoxError::from("a client request reached the server's stack")) }.boxed();
+        };
+        let incoming =
+            IncomingRequest { id, method, params, cancel: r.cancel, close_stream: r.close_stream, extensions };
+        r.session.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
+    }
+}
+
+/// Sends `tools/call` of a tool with layers of its own through them.
+#[derive(Clone)]
+struct ToolRouter {
+    tools: Arc<HashMap<String, Stack>>,
+    rest: Stack,
+}
+
+impl tower::Service<McpRequest> for ToolRouter {
+    type Response = McpResponse;
+    type Error = BoxError;
+    type Future = tower::util::Oneshot<Stack, McpRequest>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // Each call drives its own clone to readiness (`oneshot`).
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let target = req.tool_name().and_then(|n| self.tools.get(&n)).unwrap_or(&self.rest);
+        target.clone().oneshot(req)
+    }
+}
+
+/// Builds the stack once: per-tool layers around the era layer for their tool, then the
+/// server's layers around everything. `None` without any layer.
+pub(super) fn middleware_stack(layers: &[LayerFn], per_tool: &HashMap<String, Vec<LayerFn>>) -> Option<Stack> {
+    if layers.is_empty() && per_tool.is_empty() {
+        return None;
+    }
+    let endpoint = Stack::new(Endpoint);
+    let inner = if per_tool.is_empty() {
+        endpoint
+    } else {
+        let tools = per_tool.iter().map(|(name, l)| (name.clone(), build_stack(endpoint.clone(), l))).collect();
+        Stack::new(ToolRouter { tools: Arc::new(tools), rest: endpoint })
+    };
+    Some(build_stack(inner, layers))
+}
