@@ -53,6 +53,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The [`guide`] walks through tools, resources, prompts, input requests, middleware and HTTP,
+//! each step a runnable example.
+//!
 //! # API themes
 //!
 //! - **Builders and plain async fns.** `Server::builder(info).tool(tool, handler).build()`;
@@ -123,6 +126,8 @@ mod error;
 mod rpc;
 pub mod transport;
 
+#[cfg(all(feature = "server", feature = "client"))]
+pub mod guide;
 pub mod middleware;
 /// The `http` crate, whose [`Extensions`](http::Extensions) carry per-request data to handlers.
 pub use http;
