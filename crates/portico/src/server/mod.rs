@@ -39,6 +39,7 @@ mod tasks;
 #[cfg(feature = "schemars")]
 mod typed;
 pub mod uri_template;
+mod validate;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};

@@ -210,6 +210,8 @@ pub(crate) struct ToolEntry {
     pub handler: ErasedTool,
     pub enabled: AtomicBool,
     pub tasks: super::TaskSupport,
+    /// The compiled input schema (feature `validate`).
+    pub validator: Option<super::validate::ArgumentValidator>,
 }
 
 pub(crate) struct ResourceEntry {
@@ -264,7 +266,8 @@ pub(crate) struct Registry {
 impl Registry {
     /// Adds or replaces a tool (enabled).
     pub(crate) fn insert_tool(&mut self, def: Tool, handler: ErasedTool, tasks: super::TaskSupport) {
-        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks };
+        let validator = super::validate::ArgumentValidator::compile(&def);
+        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks, validator };
         self.tools.insert(entry.def.name.clone(), Arc::new(entry));
     }
 

@@ -359,8 +359,12 @@ impl Session {
         if let (true, Some(s)) = (eligible, &state) {
             s.task_eligible.store(true, Ordering::SeqCst);
         }
+        let checked = match &entry.validator {
+            Some(v) => v.check(p.arguments),
+            None => Ok(()),
+        };
         let cx = self.context(&req, &era, peer, state.clone(), cancel.clone());
-        let fut = match (entry.handler)(p.arguments, cx) {
+        let fut = match checked.and_then(|()| (entry.handler)(p.arguments, cx).map_err(|e| e.to_string())) {
             Ok(fut) => fut,
             Err(e) if era.version.tool_input_errors_are_results() => {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
