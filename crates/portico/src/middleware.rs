@@ -205,16 +205,25 @@ pub(crate) type Stack = McpService;
 /// A layer, stored until the stack is built.
 pub(crate) type LayerFn = Box<dyn Fn(Stack) -> Stack + Send + Sync>;
 
-/// Boxes a tower layer so a builder can keep it.
-pub(crate) fn boxed_layer<L>(layer: L) -> LayerFn
+/// A tower layer the builders accept: any `Layer<McpService>` whose service takes an
+/// [`McpRequest`], answers an [`McpResponse`], is `Clone + Send + Sync`, and fails with an error
+/// convertible to [`BoxError`]. Implemented for every such layer; not implemented by hand.
+pub trait McpLayer: Send + Sync + 'static {
+    #[doc(hidden)]
+    fn into_layer_fn(self) -> Box<dyn Fn(McpService) -> McpService + Send + Sync>;
+}
+
+impl<L> McpLayer for L
 where
-    L: tower::Layer<Stack> + Send + Sync + 'static,
+    L: tower::Layer<McpService> + Send + Sync + 'static,
     L::Service: tower::Service<McpRequest, Response = McpResponse> + Clone + Send + Sync + 'static,
     <L::Service as tower::Service<McpRequest>>::Error: Into<BoxError>,
     <L::Service as tower::Service<McpRequest>>::Future: Send + 'static,
 {
-    use tower::ServiceExt;
-    Box::new(move |inner| Stack::new(layer.layer(inner).map_err(Into::into)))
+    fn into_layer_fn(self) -> LayerFn {
+        use tower::ServiceExt;
+        Box::new(move |inner| Stack::new(self.layer(inner).map_err(Into::into)))
+    }
 }
 
 /// Wraps `inner` in `layers`, the last added outermost (it sees the request first), as in axum.

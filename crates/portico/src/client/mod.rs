@@ -107,18 +107,8 @@ impl ClientBuilder {
     /// (`_meta` filled in) and answers an [`McpResponse`](crate::middleware::McpResponse); the
     /// server's JSON-RPC errors arrive as error answers, other failures (timeouts, a closed
     /// connection) as the service's error.
-    pub fn layer<L>(mut self, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
-        self.layers.push(crate::middleware::boxed_layer(layer));
+    pub fn layer(mut self, layer: impl crate::middleware::McpLayer) -> Self {
+        self.layers.push(layer.into_layer_fn());
         self
     }
 

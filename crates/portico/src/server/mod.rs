@@ -495,18 +495,8 @@ impl ServerBuilder {
     /// Layers whose state is per clone (e.g. `tower::limit::RateLimit`) are cloned per request:
     /// put such limits behind `tower::buffer` or use a shared one (`ConcurrencyLimit` shares its
     /// semaphore between clones).
-    pub fn layer<L>(mut self, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
-        self.layers.push(crate::middleware::boxed_layer(layer));
+    pub fn layer(mut self, layer: impl crate::middleware::McpLayer) -> Self {
+        self.layers.push(layer.into_layer_fn());
         self
     }
 
@@ -514,18 +504,8 @@ impl ServerBuilder {
     /// [`layer`](Self::layer) (which see every request first). Several layers for one tool nest
     /// like [`layer`](Self::layer)'s. Applies to the tool of that name whenever it exists,
     /// including one added at runtime.
-    pub fn tool_layer<L>(mut self, name: impl Into<String>, layer: L) -> Self
-    where
-        L: tower::Layer<crate::middleware::Stack> + Send + Sync + 'static,
-        L::Service: tower::Service<crate::middleware::McpRequest, Response = crate::middleware::McpResponse>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Error: Into<crate::middleware::BoxError>,
-        <L::Service as tower::Service<crate::middleware::McpRequest>>::Future: Send + 'static,
-    {
-        self.tool_layers.entry(name.into()).or_default().push(crate::middleware::boxed_layer(layer));
+    pub fn tool_layer(mut self, name: impl Into<String>, layer: impl crate::middleware::McpLayer) -> Self {
+        self.tool_layers.entry(name.into()).or_default().push(layer.into_layer_fn());
         self
     }
 
