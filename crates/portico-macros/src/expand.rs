@@ -93,6 +93,19 @@ fn closure(h: &Handler, inputs: TokenStream, body: TokenStream) -> TokenStream {
 
 /// `f(args)` or `<Type>::f(&*__this, args)`, awaited when async.
 fn call(h: &Handler, ctx: &Ctx<'_>, args: &[TokenStream]) -> TokenStream {
+    let krate = krate();
+    // Extensions are taken from the context first, so a context parameter taken by value
+    // can still be moved into the call.
+    let extensions = h.params.iter().filter(|p| matches!(p.class, Class::Extension)).map(|p| {
+        let (var, ty) = (extension_var(p), ctx.ty(&p.ty));
+        quote_spanned!(p.ty.span()=>
+            let #var = match <#ty>::from_context(&__cx) {
+                ::core::result::Result::Ok(v) => v,
+                ::core::result::Result::Err(e) => return #krate::__private::Missing::missing(e),
+            };
+        )
+    });
+    let prelude = quote!(#(#extensions)*);
     let ident = &h.ident;
     let call = match (ctx.self_ty, h.receiver) {
         (Some(ty), Receiver::Ref) => quote!(<#ty>::#ident(&*__this, #(#args),*)),
@@ -100,13 +113,19 @@ fn call(h: &Handler, ctx: &Ctx<'_>, args: &[TokenStream]) -> TokenStream {
         (Some(ty), Receiver::None) => quote!(<#ty>::#ident(#(#args),*)),
         (None, _) => quote!(#ident(#(#args),*)),
     };
-    if h.is_async { quote!(#call.await) } else { call }
+    let call = if h.is_async { quote!(#call.await) } else { call };
+    quote!({ #prelude #call })
+}
+
+/// The local holding an `Extension<T>` parameter's value.
+fn extension_var(p: &Param) -> Ident {
+    format_ident!("__portico_ext_{}", unraw(&p.ident))
 }
 
 /// The context parameter of the closure: named when the function wants it.
 fn context_input(h: &Handler) -> TokenStream {
     let krate = krate();
-    if h.params.iter().any(|p| matches!(p.class, Class::Context { .. })) {
+    if h.params.iter().any(|p| matches!(p.class, Class::Context { .. } | Class::Extension)) {
         quote!(__cx: #krate::server::RequestContext)
     } else {
         quote!(_: #krate::server::RequestContext)
@@ -126,6 +145,7 @@ fn injected(p: &Param) -> Option<TokenStream> {
         Class::Request { by_ref: false } => quote!(__req),
         Class::Params { by_ref: true } => quote!(&__params),
         Class::Params { by_ref: false } => quote!(__params),
+        Class::Extension => extension_var(p).into_token_stream(),
         _ => return None,
     })
 }
@@ -507,7 +527,10 @@ fn completion(h: &Handler, ctx: &Ctx<'_>) -> Expansion {
     };
     let inputs = {
         let cx = context_input(h);
-        let params = used_or_wild(!h.params.iter().all(|p| matches!(p.class, Class::Context { .. })), quote!(__params));
+        let params = used_or_wild(
+            !h.params.iter().all(|p| matches!(p.class, Class::Context { .. } | Class::Extension)),
+            quote!(__params),
+        );
         quote!(#params: #krate::schema::CompleteRequestParams, #cx)
     };
     let handler = closure(h, inputs, body);

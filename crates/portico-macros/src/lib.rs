@@ -78,7 +78,10 @@
 //!   `#[arg(name = "…")]` renames it on the wire; `#[serde(…)]` and `#[schemars(…)]` are
 //!   forwarded. `&str` and `Option<&str>` are accepted (decoded as `String`).
 //! - **Injected parameters**, by type and not part of the schema: `RequestContext` or
-//!   `&RequestContext` (progress, logging, cancellation, asking the client for input).
+//!   `&RequestContext` (progress, logging, cancellation, asking the client for input);
+//!   `Extension<T>` for any request extension by type (the principal an authorization layer
+//!   attached, a tenant a middleware resolved): a request without a `T` fails with an error
+//!   naming `T` before the function runs (a tool error for tools, -32603 elsewhere).
 //! - **The return type decides the result**: anything `IntoCallToolResult` (`String`,
 //!   `&'static str`, `ContentBlock`, `Vec<ContentBlock>`, `CallToolResult`), `Json<T>` for
 //!   structured content with a text copy and an `outputSchema` derived from `T`, and a `Result`

@@ -56,6 +56,8 @@ pub enum Class {
     Request { by_ref: bool },
     /// `CompleteRequestParams` or `&CompleteRequestParams` (completions).
     Params { by_ref: bool },
+    /// `Extension<T>`: a request extension by type (needs the context).
+    Extension,
     /// `&str`: decoded as a `String`, lent.
     Str,
     /// `Option<&str>`.
@@ -92,7 +94,7 @@ impl Param {
     }
 
     pub fn is_injected(&self) -> bool {
-        matches!(self.class, Class::Context { .. } | Class::Request { .. } | Class::Params { .. })
+        matches!(self.class, Class::Context { .. } | Class::Request { .. } | Class::Params { .. } | Class::Extension)
     }
 
     pub fn is_optional(&self) -> bool {
@@ -476,6 +478,7 @@ fn classify(ty: &Type) -> Result<Class> {
         _ if is_named(ty, "RequestContext") => Ok(Class::Context { by_ref: false }),
         _ if is_named(ty, "ResourceRequest") => Ok(Class::Request { by_ref: false }),
         _ if is_named(ty, "CompleteRequestParams") => Ok(Class::Params { by_ref: false }),
+        _ if last_segment(ty).is_some_and(|(i, a)| i == "Extension" && a.len() == 1) => Ok(Class::Extension),
         _ => {
             if let Some((ident, args)) = last_segment(ty)
                 && ident == "Option"
@@ -538,7 +541,8 @@ impl Param {
             }
         }
         let class = errors.ok(classify(&arg.ty)).unwrap_or(Class::Value);
-        let injected = matches!(class, Class::Context { .. } | Class::Request { .. } | Class::Params { .. });
+        let injected =
+            matches!(class, Class::Context { .. } | Class::Request { .. } | Class::Params { .. } | Class::Extension);
         let ident = match &*arg.pat {
             Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => p.ident.clone(),
             Pat::Wild(w) if injected => Ident::new("_", w.span()),

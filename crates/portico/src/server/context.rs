@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Server;
+use super::handler::HandlerError;
 use super::input::RawResponses;
 use super::tasks::{AnswerKind, Task};
 use crate::error::{Error, ErrorKind};
@@ -130,6 +131,31 @@ impl InputState {
     }
 }
 
+/// A request extension taken by type: what an HTTP layer (e.g. authorization) or JSON-RPC
+/// middleware attached to the request, as a handler parameter. With the macros, a parameter
+/// `user: Extension<User>` is filled from the request, and a request without a `User` fails
+/// with an internal error naming the type (a tool call gets a tool error) before the function
+/// runs. By hand: [`Extension::from_context`] or [`RequestContext::extension`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Extension<T>(pub T);
+
+impl<T: Clone + Send + Sync + 'static> Extension<T> {
+    /// Takes a copy of the request's `T`.
+    ///
+    /// # Errors
+    /// When the request carries no `T`.
+    pub fn from_context(cx: &RequestContext) -> Result<Self, HandlerError> {
+        cx.extension::<T>().map(Extension)
+    }
+}
+
+impl<T> std::ops::Deref for Extension<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// The prefix of the keys Portico picks for input requests a handler does not name.
 const AUTO_KEY_PREFIX: &str = "input-";
 
@@ -199,6 +225,20 @@ impl RequestContext {
     /// ```
     pub fn extensions(&self) -> &http::Extensions {
         &self.inner.extensions
+    }
+
+    /// A copy of the request's extension of type `T` (see [`extensions`](Self::extensions)), or
+    /// an internal error saying which type is missing — usually a layer that is not installed.
+    ///
+    /// # Errors
+    /// When the request carries no `T`.
+    pub fn extension<T: Clone + Send + Sync + 'static>(&self) -> Result<T, HandlerError> {
+        self.inner.extensions.get::<T>().cloned().ok_or_else(|| {
+            HandlerError::internal(format!(
+                "this request carries no `{}` (is the layer that provides it installed?)",
+                std::any::type_name::<T>()
+            ))
+        })
     }
 
     /// The server handling the request (to add or remove tools, notify resource updates, …).

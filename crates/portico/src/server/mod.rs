@@ -51,7 +51,7 @@ use portico_schema::{
 };
 use tokio::sync::broadcast;
 
-pub use context::{KeyedInput, RequestContext};
+pub use context::{Extension, KeyedInput, RequestContext};
 pub use handler::{HandlerError, IntoCallToolResult, Json};
 pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,

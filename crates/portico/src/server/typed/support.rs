@@ -150,3 +150,22 @@ pub fn prompt_arg<T: ParseArgument>(arguments: &PromptArguments, name: &str) -> 
 pub fn prompt_arg_opt<T: ParseArgument>(arguments: &PromptArguments, name: &str) -> Result<Option<T>, HandlerError> {
     arguments.get(name).map(|raw| parse(raw, "argument", name)).transpose()
 }
+
+/// How a generated handler gives up before calling the function (an `Extension<T>` the
+/// request does not carry): a tool error for tools, the error itself elsewhere.
+pub trait Missing {
+    /// The early answer for `error`.
+    fn missing(error: HandlerError) -> Self;
+}
+
+impl Missing for CallToolResult {
+    fn missing(error: HandlerError) -> Self {
+        CallToolResult::error(error.to_string())
+    }
+}
+
+impl<T> Missing for Result<T, HandlerError> {
+    fn missing(error: HandlerError) -> Self {
+        Err(error)
+    }
+}
