@@ -16,6 +16,12 @@
 //! around every request the client sends after connecting
 //! ([`ClientBuilder::layer`](crate::client::ClientBuilder::layer)).
 //!
+//! Ready-made: [`RequestLogLayer`] (one `tracing` event per request: method, id, tool, duration,
+//! error code; never arguments or results). Limits whose state lives in each service instance
+//! (`tower::limit::RateLimit`) go behind a `tower::buffer::Buffer` so that every request shares
+//! one: `ServiceBuilder::new().layer(BufferLayer::new(64)).layer(RateLimitLayer::new(…))` is one
+//! layer (a buffer spawns its worker, so build the server inside a Tokio runtime then).
+//!
 //! The stack is built once, when the server or client is built; with no layer there is no cost.
 //! A layer that fails (its service returns an error, e.g. a timeout) answers the request with an
 //! internal error (-32603) carrying the error's message; on a client the call fails with it.
@@ -235,4 +241,104 @@ pub(crate) fn build_stack(inner: Stack, layers: &[LayerFn]) -> Stack {
 #[cfg(feature = "server")]
 pub(crate) fn middleware_error(e: &BoxError) -> ErrorObject {
     ErrorObject::internal_error(format!("request failed in middleware: {e}"))
+}
+
+/// A layer that logs every request through `tracing` when it ends: method, id, tool name (for
+/// `tools/call`), duration in microseconds, and the error code and message of a failed one.
+/// Arguments and results are never logged (they may hold secrets).
+///
+/// ```
+/// use portico::middleware::RequestLogLayer;
+/// # let builder = portico::server::Server::builder(portico::schema::Implementation::new("s", "1"));
+/// let server = builder.layer(RequestLogLayer::new().level(tracing::Level::DEBUG)).build();
+/// # let _ = server;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLogLayer {
+    level: tracing::Level,
+}
+
+impl Default for RequestLogLayer {
+    fn default() -> Self {
+        RequestLogLayer { level: tracing::Level::INFO }
+    }
+}
+
+impl RequestLogLayer {
+    /// Logs at `INFO`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Logs at `level` instead.
+    pub fn level(mut self, level: tracing::Level) -> Self {
+        self.level = level;
+        self
+    }
+}
+
+impl<S> tower::Layer<S> for RequestLogLayer {
+    type Service = RequestLog<S>;
+    fn layer(&self, inner: S) -> RequestLog<S> {
+        RequestLog { inner, level: self.level }
+    }
+}
+
+/// The service of [`RequestLogLayer`].
+#[derive(Debug, Clone)]
+pub struct RequestLog<S> {
+    inner: S,
+    level: tracing::Level,
+}
+
+/// Emits one event at a level chosen at run time (tracing's macros want a constant).
+macro_rules! event_at {
+    ($level:expr, $($rest:tt)*) => {
+        match $level {
+            tracing::Level::ERROR => tracing::event!(tracing::Level::ERROR, $($rest)*),
+            tracing::Level::WARN => tracing::event!(tracing::Level::WARN, $($rest)*),
+            tracing::Level::INFO => tracing::event!(tracing::Level::INFO, $($rest)*),
+            tracing::Level::DEBUG => tracing::event!(tracing::Level::DEBUG, $($rest)*),
+            _ => tracing::event!(tracing::Level::TRACE, $($rest)*),
+        }
+    };
+}
+
+impl<S> tower::Service<McpRequest> for RequestLog<S>
+where
+    S: tower::Service<McpRequest, Response = McpResponse>,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display,
+{
+    type Response = McpResponse;
+    type Error = S::Error;
+    type Future = futures_util::future::BoxFuture<'static, Result<McpResponse, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let level = self.level;
+        let method = req.method().to_owned();
+        let id = req.id().to_string();
+        let tool = req.tool_name().unwrap_or_default();
+        let start = std::time::Instant::now();
+        let fut = self.inner.call(req);
+        Box::pin(async move {
+            let outcome = fut.await;
+            let us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+            match &outcome {
+                Ok(r) => match r.error_object() {
+                    None => event_at!(level, method, id, tool, us, "mcp request done"),
+                    Some(e) => {
+                        let (code, message) = (e.code.0, e.message.as_str());
+                        event_at!(level, method, id, tool, us, code, message, "mcp request failed")
+                    }
+                },
+                Err(e) => event_at!(level, method, id, tool, us, error = %e, "mcp request failed in middleware"),
+            }
+            outcome
+        })
+    }
 }

@@ -330,3 +330,57 @@ async fn http_request_extensions_reach_handlers() {
     assert_eq!(v["result"]["content"][0]["text"], "globex", "{v}");
     task.abort();
 }
+
+/// Collects what a `fmt` subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_request_log_layer_logs_outcomes_without_arguments() {
+    let out = Captured::default();
+    let writer = out.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let gauges = [Arc::default(), Arc::default()];
+    let server =
+        builder(&gauges).layer(portico::middleware::RequestLogLayer::new().level(tracing::Level::DEBUG)).build();
+    let c = client(&server, MODES[0]).await;
+    c.call_tool("free", json!({"ms": 0, "secret": "hunter2"})).await.expect("call");
+    c.call_tool("nope", json!({})).await.expect_err("unknown tool");
+    let log = String::from_utf8(out.0.lock().expect("lock").clone()).expect("utf-8");
+    let done: Vec<&str> = log.lines().filter(|l| l.contains("mcp request")).collect();
+    assert!(done.iter().any(|l| l.contains("initialize") && l.contains("mcp request done")), "{log}");
+    assert!(done.iter().any(|l| l.contains("tools/call") && l.contains("free") && l.contains("us=")), "{log}");
+    assert!(done.iter().any(|l| l.contains("nope") && l.contains("code=-32602") && l.contains("failed")), "{log}");
+    assert!(!log.contains("hunter2"), "arguments are never logged");
+}
+
+#[tokio::test]
+async fn shared_limits_compose_through_a_buffer() {
+    // `RateLimit` keeps its state per instance: behind a `Buffer`, every request shares one.
+    let gauges = [Arc::default(), Arc::default()];
+    let limit = tower::ServiceBuilder::new()
+        .layer(tower::buffer::BufferLayer::new(16))
+        .layer(tower::limit::RateLimitLayer::new(1, Duration::from_secs(30)));
+    let server = builder(&gauges).tool_layer("free", limit).build();
+    let c = client(&server, MODES[1]).await;
+    assert_eq!(text(&c.call_tool("free", json!({"ms": 0})).await.expect("first")), "slept");
+    let second = tokio::time::timeout(Duration::from_millis(300), c.call_tool("free", json!({"ms": 0}))).await;
+    assert!(second.is_err(), "the second call waits for the next 30 s window");
+    // Other tools are not limited.
+    assert_eq!(text(&c.call_tool("slow", json!({"ms": 0})).await.expect("other tool")), "slept");
+}
