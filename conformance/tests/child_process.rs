@@ -219,7 +219,12 @@ async fn check_content_tools(client: &Client, ctx: &str, version: ProtocolVersio
     assert_eq!(s["$defs"]["address"]["$anchor"], "addressDef", "{ctx}: $anchor kept");
     let h = &tools.iter().find(|t| t.name == "test_custom_header").expect("header tool").input_schema;
     assert_eq!(h["properties"]["region"]["x-mcp-header"], "Region", "{ctx}");
-    let r = call(client, "json_schema_2020_12_tool", json!({"name": "Ada", "address": {"city": "Paris"}})).await;
+    let r = call(
+        client,
+        "json_schema_2020_12_tool",
+        json!({"name": "Ada", "address": {"city": "Paris"}, "email": "ada@example.com"}),
+    )
+    .await;
     assert!(only_text(&r, ctx).contains("Paris"), "{ctx}");
 
     let r = call(client, "test_simple_text", json!({})).await;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::bounded;
+use support::{bounded, until};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -253,11 +253,14 @@ async fn a_100_mb_line_is_refused_without_being_held() {
     let peak = peak.load(Ordering::SeqCst);
     let hwm = status_kib(s.pid, "VmHWM").expect("VmHWM");
     eprintln!("server VmRSS: {baseline} KiB before, {peak} KiB at the highest sample; VmHWM {hwm} KiB");
-    // The line is skipped as it streams (at most the 16 MiB message limit is ever buffered).
+    // The line is skipped as it streams (at most the 16 MiB message limit is ever buffered):
+    // the growth over the idle server stays far below the 100 MB line.
     for (what, kib) in [("sampled VmRSS", peak), ("VmHWM", hwm)] {
-        assert!(kib < 48 * 1024, "the server held the line: {what} reached {kib} KiB (baseline {baseline} KiB)");
+        let growth = kib.saturating_sub(baseline);
+        assert!(growth < 32 * 1024, "the server held the line: {what} reached {kib} KiB (baseline {baseline} KiB)");
     }
-    assert!(s.stderr().contains("oversized"), "the skip is logged to stderr: {}", s.stderr());
+    // stderr is read by a task of its own: give it time to catch up.
+    until("the skip logged to stderr", || s.stderr().contains("oversized")).await;
 
     let (status, _) = s.finish().await;
     assert!(status.success(), "exit status {status:?}");

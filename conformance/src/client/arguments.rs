@@ -14,12 +14,33 @@ pub fn example(schema: &JsonObject) -> Value {
 fn object(schema: &JsonObject, depth: usize) -> Value {
     let mut out = Map::new();
     let props = schema.get("properties").and_then(Value::as_object);
-    let required = schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
-    for name in required {
+    for name in required(schema) {
         let sub = props.and_then(|p| p.get(name)).and_then(Value::as_object);
         out.insert(name.to_owned(), sub.map_or(json!("example"), |s| value(s, depth + 1)));
     }
     Value::Object(out)
+}
+
+/// The properties `schema` requires: its own `required`, those of the first branch of each
+/// `allOf` member's `anyOf`/`oneOf` (or of the member itself), and those of `else` — an
+/// example sets none of the properties an `if` tests unless they are required anyway.
+fn required(schema: &JsonObject) -> Vec<&str> {
+    let mut out = list(schema);
+    for member in schema.get("allOf").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object) {
+        out.extend(list(member));
+        let first = ["anyOf", "oneOf"].iter().find_map(|k| member.get(*k).and_then(Value::as_array)?.first());
+        out.extend(first.and_then(Value::as_object).map(list).unwrap_or_default());
+    }
+    if schema.contains_key("if") {
+        out.extend(schema.get("else").and_then(Value::as_object).map(list).unwrap_or_default());
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|n| seen.insert(*n));
+    out
+}
+
+fn list(s: &JsonObject) -> Vec<&str> {
+    s.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect()
 }
 
 fn value(schema: &JsonObject, depth: usize) -> Value {
@@ -64,5 +85,19 @@ mod tests {
         });
         let got = example(schema.as_object().expect("object"));
         assert_eq!(got, json!({"a": 1.5, "n": 3, "s": "example", "e": "x", "b": true, "o": {"z": "d"}}));
+    }
+
+    #[test]
+    fn conditional_requirements_are_met() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"phone": {"type": "string"}, "email": {"type": "string"}, "how": {"enum": ["phone"]}},
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {"properties": {"how": {"const": "phone"}}, "required": ["how"]},
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]}
+        });
+        let got = example(schema.as_object().expect("object"));
+        assert_eq!(got, json!({"phone": "example", "email": "example"}));
     }
 }
