@@ -1,0 +1,323 @@
+//! The OAuth 2.1 client side of MCP authorization (feature `auth-client`).
+//!
+//! An [`OAuthClient`] given to
+//! [`HttpClientTransport::auth`](crate::transport::http::client::HttpClientTransport::auth)
+//! puts `Authorization: Bearer …` on every HTTP request (never in a URL). When the server
+//! answers `401`, it runs the flow and the request is sent again; when it answers `403` with
+//! `insufficient_scope`, it re-authorizes with the union of the scopes held and the scopes
+//! asked for (step-up), up to a limit of attempts per request.
+//!
+//! ```no_run
+//! use portico::auth::{LoopbackRedirect, OAuthClient, FileTokenStore};
+//! use portico::client::Client;
+//! use portico::schema::Implementation;
+//! use portico::transport::http::client::HttpClientTransport;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let redirect = LoopbackRedirect::bind(0, |url| eprintln!("Open this URL to sign in: {url}")).await?;
+//! let oauth = OAuthClient::builder()
+//!     .client_name("my-host")
+//!     .redirect(redirect)
+//!     .token_store(FileTokenStore::new("tokens.json"))
+//!     .build()?;
+//! let transport = HttpClientTransport::new("https://mcp.example.com/mcp").auth(oauth);
+//! let client = Client::builder(Implementation::new("my-host", "1.0.0")).connect(transport).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The flow, by the 2025-03-26 … 2026-07-28 revisions:
+//!
+//! 1. **Discovery.** Protected Resource Metadata (RFC 9728) from the challenge's
+//!    `resource_metadata`, else the path-inserted then the root well-known URL. Its `resource`
+//!    must be this server (same origin, same path or a parent of it) or the flow stops. Then
+//!    the authorization server's metadata in the spec's order (RFC 8414 and OpenID Connect,
+//!    path-inserted and appended); its `issuer` must be the issuer looked up. A server without
+//!    Protected Resource Metadata is a 2025-03-26 server: its origin is the authorization
+//!    server, and without metadata `/authorize`, `/token` and `/register` are used.
+//! 2. **Registration**, in order: pre-registered credentials, a Client ID Metadata Document
+//!    URL (when the server supports them), Dynamic Client Registration (with
+//!    `application_type`), else [`AuthError::NotConfigured`]. Credentials are kept per issuer:
+//!    a resource that moves to another authorization server gets a new registration.
+//! 3. **Authorization code with PKCE `S256`** (refused when the server does not advertise it),
+//!    `state` checked, RFC 9207 `iss` checked by exact string comparison, RFC 8707 `resource`
+//!    in both requests. Scopes: the challenge's `scope`, else the resource's
+//!    `scopes_supported`, else none; `offline_access` added only when the authorization server
+//!    lists it. Or the **client credentials** grant ([`GrantType::ClientCredentials`]).
+//! 4. **Tokens** are refreshed before they expire and on `401` (refresh tokens rotate), and
+//!    kept in a [`TokenStore`]: [`MemoryTokenStore`] or [`FileTokenStore`] (mode `0600`).
+
+mod error;
+mod flow;
+mod jwt;
+mod metadata;
+mod redirect;
+mod store;
+mod token;
+
+use std::sync::Arc;
+
+pub use error::AuthError;
+pub use jwt::SigningKey;
+pub use metadata::{
+    AuthorizationServerMetadata, BearerChallenge, ProtectedResourceMetadata, authorization_server_metadata_urls,
+    canonical_resource, protected_resource_metadata_urls, resource_matches,
+};
+pub use redirect::{HeadlessRedirect, LoopbackRedirect, OpenUrl, RedirectHandler};
+pub use store::{ClientInfo, FileTokenStore, MemoryTokenStore, StoredAuth, TokenSet, TokenStore};
+
+pub(crate) use flow::Challenge;
+
+/// Which OAuth grant obtains the tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum GrantType {
+    /// Authorization code with PKCE, through a [`RedirectHandler`] (a user signs in).
+    #[default]
+    AuthorizationCode,
+    /// Client credentials (machine to machine): needs pre-registered credentials, with a
+    /// secret or a [`SigningKey`].
+    ClientCredentials,
+}
+
+/// The default number of authorizations one request may trigger before it fails.
+const DEFAULT_MAX_AUTHORIZATIONS: u32 = 3;
+
+/// An OAuth 2.1 client for MCP servers; cheap to clone (clones share tokens).
+///
+/// Build it with [`OAuthClient::builder`] and give it to
+/// [`HttpClientTransport::auth`](crate::transport::http::client::HttpClientTransport::auth).
+#[derive(Clone)]
+pub struct OAuthClient {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient").field("client_name", &self.inner.cfg.client_name).finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    cfg: Config,
+    /// Does not follow redirects: the authorization response is read from `Location`.
+    http: reqwest::Client,
+    /// Held while tokens are read, refreshed or obtained: one flow at a time.
+    state: tokio::sync::Mutex<flow::State>,
+}
+
+struct Config {
+    client_name: String,
+    redirect: Arc<dyn RedirectHandler>,
+    store: Arc<dyn TokenStore>,
+    /// Pre-registered credentials, each for one issuer or (`None`) for any.
+    credentials: Vec<(Option<String>, ClientInfo)>,
+    signing_key: Option<Arc<SigningKey>>,
+    metadata_url: Option<String>,
+    grant: GrantType,
+    scope: Option<String>,
+    offline_access: bool,
+    max_authorizations: u32,
+    application_type: String,
+}
+
+impl OAuthClient {
+    /// A builder with the defaults: authorization code grant, [`HeadlessRedirect`],
+    /// [`MemoryTokenStore`], Dynamic Client Registration as `native`, at most 3
+    /// authorizations per request.
+    pub fn builder() -> OAuthClientBuilder {
+        OAuthClientBuilder {
+            cfg: Config {
+                client_name: "portico".into(),
+                redirect: Arc::new(HeadlessRedirect::default()),
+                store: Arc::new(MemoryTokenStore::new()),
+                credentials: Vec::new(),
+                signing_key: None,
+                metadata_url: None,
+                grant: GrantType::AuthorizationCode,
+                scope: None,
+                offline_access: true,
+                max_authorizations: DEFAULT_MAX_AUTHORIZATIONS,
+                application_type: "native".into(),
+            },
+            http: None,
+        }
+    }
+
+    /// The tokens currently held for the MCP server at `server_url`, if any (loaded from the
+    /// store on first use).
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn tokens(&self, server_url: &str) -> Option<TokenSet> {
+        let server = reqwest::Url::parse(server_url).ok()?;
+        let mut st = self.inner.state.lock().await;
+        self.load(&mut st, &server);
+        st.session.as_ref().map(|s| s.tokens.clone())
+    }
+
+    /// Authorizes against the MCP server at `server_url` now, without waiting for a `401`:
+    /// discovery, registration and the grant.
+    ///
+    /// # Errors
+    /// Whatever step fails, as an [`AuthError`].
+    ///
+    /// # Cancel safety
+    /// Not cancel safe: a flow dropped midway leaves no tokens, but may leave a registration.
+    pub async fn authorize(&self, server_url: &str) -> Result<(), AuthError> {
+        let server = reqwest::Url::parse(server_url)
+            .map_err(|e| AuthError::Config(format!("invalid MCP server URL {server_url:?}: {e}")))?;
+        self.challenged(&server, Challenge { status: 401, bearer: None, sent: None, attempt: 1 }).await
+    }
+
+    /// Forgets the tokens of the MCP server at `server_url`, here and in the store.
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    pub async fn forget(&self, server_url: &str) -> Result<(), AuthError> {
+        let server = reqwest::Url::parse(server_url)
+            .map_err(|e| AuthError::Config(format!("invalid MCP server URL {server_url:?}: {e}")))?;
+        let mut st = self.inner.state.lock().await;
+        st.session = None;
+        self.inner.cfg.store.remove(&canonical_resource(&server))
+    }
+
+    /// How many authorizations one request may trigger.
+    pub(crate) fn max_authorizations(&self) -> u32 {
+        self.inner.cfg.max_authorizations
+    }
+}
+
+/// Configures an [`OAuthClient`].
+#[must_use]
+pub struct OAuthClientBuilder {
+    cfg: Config,
+    http: Option<reqwest::Client>,
+}
+
+impl std::fmt::Debug for OAuthClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClientBuilder").field("client_name", &self.cfg.client_name).finish_non_exhaustive()
+    }
+}
+
+impl OAuthClientBuilder {
+    /// The `client_name` registered (default `portico`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.cfg.client_name = name.into();
+        self
+    }
+
+    /// How the user is sent to the authorization endpoint and back (default
+    /// [`HeadlessRedirect`]).
+    pub fn redirect(mut self, handler: impl RedirectHandler) -> Self {
+        self.cfg.redirect = Arc::new(handler);
+        self
+    }
+
+    /// Where tokens are kept (default [`MemoryTokenStore`]).
+    pub fn token_store(mut self, store: impl TokenStore) -> Self {
+        self.cfg.store = Arc::new(store);
+        self
+    }
+
+    /// Pre-registered credentials used with any authorization server (a public client when
+    /// `secret` is `None`). Prefer [`client_credentials_for`](Self::client_credentials_for):
+    /// credentials belong to one issuer.
+    pub fn client_credentials(mut self, client_id: impl Into<String>, secret: Option<String>) -> Self {
+        self.cfg.credentials.push((None, ClientInfo::new(client_id, secret)));
+        self
+    }
+
+    /// Pre-registered credentials for the authorization server `issuer` only.
+    pub fn client_credentials_for(
+        mut self,
+        issuer: impl Into<String>,
+        client_id: impl Into<String>,
+        secret: Option<String>,
+    ) -> Self {
+        self.cfg.credentials.push((Some(issuer.into()), ClientInfo::new(client_id, secret)));
+        self
+    }
+
+    /// Authenticates at the token endpoint with JWTs signed by `key` (`private_key_jwt`).
+    pub fn private_key_jwt(mut self, key: SigningKey) -> Self {
+        self.cfg.signing_key = Some(Arc::new(key));
+        self
+    }
+
+    /// The https URL of this client's Client ID Metadata Document, used as `client_id` by
+    /// authorization servers that support them.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.cfg.metadata_url = Some(url.into());
+        self
+    }
+
+    /// The grant (default [`GrantType::AuthorizationCode`]).
+    pub fn grant(mut self, grant: GrantType) -> Self {
+        self.cfg.grant = grant;
+        self
+    }
+
+    /// Scopes always requested, besides those the server asks for.
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.cfg.scope = Some(scope.into());
+        self
+    }
+
+    /// Whether `offline_access` is requested when the authorization server lists it
+    /// (default true: a refresh token spares the user another sign-in).
+    pub fn offline_access(mut self, request: bool) -> Self {
+        self.cfg.offline_access = request;
+        self
+    }
+
+    /// How many authorizations one request may trigger before it fails (default 3, at
+    /// least 1): the bound on step-up loops.
+    pub fn max_authorizations(mut self, n: u32) -> Self {
+        self.cfg.max_authorizations = n.max(1);
+        self
+    }
+
+    /// The `application_type` sent in Dynamic Client Registration: `native` (the default:
+    /// desktop, CLI, loopback redirects) or `web`.
+    pub fn application_type(mut self, kind: impl Into<String>) -> Self {
+        self.cfg.application_type = kind.into();
+        self
+    }
+
+    /// The HTTP client for metadata, registration, authorization and token requests. It
+    /// must not follow redirects (`reqwest::redirect::Policy::none()`), or the headless
+    /// redirect cannot read the authorization response.
+    pub fn http_client(mut self, client: reqwest::Client) -> Self {
+        self.http = Some(client);
+        self
+    }
+
+    /// The client.
+    ///
+    /// # Errors
+    /// When the default HTTP client cannot be built, or the configuration is unusable.
+    pub fn build(self) -> Result<OAuthClient, AuthError> {
+        if let Some(url) = &self.cfg.metadata_url {
+            let ok = reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path() != "/");
+            if !ok {
+                return Err(AuthError::Config(format!(
+                    "the client metadata document URL {url:?} must be an https URL with a path"
+                )));
+            }
+        }
+        if self.cfg.grant == GrantType::ClientCredentials && self.cfg.credentials.is_empty() {
+            return Err(AuthError::Config("the client credentials grant needs client_credentials(…)".into()));
+        }
+        let http = match self.http {
+            Some(h) => h,
+            None => reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| AuthError::Config(format!("cannot build the HTTP client: {e}")))?,
+        };
+        Ok(OAuthClient {
+            inner: Arc::new(Inner { cfg: self.cfg, http, state: tokio::sync::Mutex::new(flow::State::default()) }),
+        })
+    }
+}
