@@ -4,7 +4,7 @@
 //! selection, step-up, registration, token endpoint authentication) is Portico's
 //! `auth` module's doing; this only picks the grant and the credentials the scenario gives.
 
-use portico::auth::{GrantType, HeadlessRedirect, OAuthClient, SigningKey};
+use portico::auth::{EnterpriseIdp, GrantType, HeadlessRedirect, OAuthClient, SigningKey};
 use serde_json::Value;
 
 /// The Client ID Metadata Document URL the suite expects (`auth/basic-cimd`).
@@ -31,6 +31,15 @@ pub fn client_for(name: &str, context: &Value) -> Result<Option<OAuthClient>, St
     }
     if name.starts_with("auth/client-credentials") {
         b = b.grant(GrantType::ClientCredentials);
+    }
+    if let Some(jwt) = field("valid_jwt") {
+        // Workload identity federation: the suite's workload token, audience the AS.
+        b = b.jwt_bearer(jwt);
+    }
+    if let (Some(endpoint), Some(idp_client), Some(id_token)) =
+        (field("idp_token_endpoint"), field("idp_client_id"), field("idp_id_token"))
+    {
+        b = b.enterprise_idp(EnterpriseIdp::new(endpoint, idp_client, id_token));
     }
     b.build().map(Some).map_err(|e| e.to_string())
 }

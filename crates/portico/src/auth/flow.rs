@@ -14,8 +14,11 @@ use tracing::debug;
 
 use super::metadata::{self, AuthorizationServerMetadata, BearerChallenge, ProtectedResourceMetadata, union_scopes};
 use super::store::{ClientInfo, StoredAuth, TokenSet};
-use super::token::{self, RegistrationRequest, read_limited};
-use super::{AuthError, GrantType, OAuthClient};
+use super::token::{self, ClientAuth, RegistrationRequest, read_limited};
+use super::{Assertion, AuthError, EnterpriseIdp, GrantType, OAuthClient};
+
+/// The `grant_type` of a JWT assertion grant (RFC 7523).
+const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// Refresh this many seconds before the access token expires.
 const EXPIRY_MARGIN: u64 = 30;
@@ -126,6 +129,7 @@ impl OAuthClient {
         let tokens = match self.inner.cfg.grant {
             GrantType::AuthorizationCode => self.authorization_code(&found, &client, scope.as_deref()).await?,
             GrantType::ClientCredentials => self.client_credentials(&found, &client, scope.as_deref()).await?,
+            GrantType::JwtBearer => self.jwt_bearer(&found, &client, scope.as_deref()).await?,
         };
         st.requested_scope = scope;
         let saved = StoredAuth {
@@ -232,7 +236,13 @@ impl OAuthClient {
         let urls = metadata::authorization_server_metadata_urls(&issuer_url);
         for url in &urls {
             let Some(meta) = self.fetch_json::<AuthorizationServerMetadata>(url).await? else { continue };
-            if meta.issuer != issuer && meta.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+            let same = meta.issuer == issuer || meta.issuer.trim_end_matches('/') == issuer.trim_end_matches('/');
+            // RFC 8414 §3.3 / MCP 2026-07-28: metadata for another issuer MUST NOT be used. A
+            // 2025-03-26 server has no issuer to compare with (the base URL is derived from
+            // the MCP URL, and its metadata may name a path below it): accepted as it is.
+            if !same && prm.is_none() {
+                debug!(issuer = %meta.issuer, base = %issuer, "2025-03-26 metadata with an issuer of its own");
+            } else if !same {
                 return Err(AuthError::metadata(
                     url.as_str(),
                     format!("issuer {:?} is not the issuer {issuer:?} it was looked up for", meta.issuer),
@@ -305,14 +315,14 @@ impl OAuthClient {
                 "client_secret_post"
             };
             let code = cfg.grant == GrantType::AuthorizationCode;
+            let grant = match cfg.grant {
+                GrantType::ClientCredentials => "client_credentials",
+                _ => JWT_BEARER_GRANT,
+            };
             let req = RegistrationRequest {
                 client_name: &cfg.client_name,
                 redirect_uris: if code { vec![cfg.redirect.redirect_uri()] } else { Vec::new() },
-                grant_types: if code {
-                    vec!["authorization_code", "refresh_token"]
-                } else {
-                    vec!["client_credentials"]
-                },
+                grant_types: if code { vec!["authorization_code", "refresh_token"] } else { vec![grant] },
                 response_types: if code { vec!["code"] } else { Vec::new() },
                 token_endpoint_auth_method: auth_method,
                 application_type: &cfg.application_type,
@@ -393,6 +403,58 @@ impl OAuthClient {
         form.push(("resource", found.resource.clone()));
         let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
         token::request_token(&self.inner.http, &found.meta, client, auth, form).await
+    }
+}
+
+impl OAuthClient {
+    /// The JWT bearer grant (RFC 7523 §2.1), with the configured assertion or one exchanged
+    /// at the enterprise identity provider (RFC 8693).
+    async fn jwt_bearer(
+        &self,
+        found: &Discovered,
+        client: &ClientInfo,
+        scope: Option<&str>,
+    ) -> Result<TokenSet, AuthError> {
+        let assertion = match &self.inner.cfg.assertion {
+            Some(Assertion::Static(a)) => a.clone(),
+            Some(Assertion::Enterprise(idp)) => self.exchange_id_token(idp, found, scope).await?,
+            None => return Err(AuthError::Config("the JWT bearer grant has no assertion".into())),
+        };
+        let mut form = vec![("grant_type", JWT_BEARER_GRANT.to_owned()), ("assertion", assertion)];
+        if let Some(s) = scope {
+            form.push(("scope", s.to_owned()));
+        }
+        form.push(("resource", found.resource.clone()));
+        let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
+        token::request_token(&self.inner.http, &found.meta, client, auth, form).await
+    }
+
+    /// Exchanges the user's ID token for an ID-JAG for the authorization server.
+    async fn exchange_id_token(
+        &self,
+        idp: &EnterpriseIdp,
+        found: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<String, AuthError> {
+        let idp_meta = AuthorizationServerMetadata {
+            issuer: idp.token_endpoint.clone(),
+            token_endpoint: idp.token_endpoint.clone(),
+            ..Default::default()
+        };
+        let mut form = vec![
+            ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange".to_owned()),
+            ("requested_token_type", "urn:ietf:params:oauth:token-type:id-jag".to_owned()),
+            ("audience", found.meta.issuer.clone()),
+            ("resource", found.resource.clone()),
+            ("subject_token", idp.id_token.clone()),
+            ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token".to_owned()),
+        ];
+        if let Some(s) = scope {
+            form.push(("scope", s.to_owned()));
+        }
+        let idp_client = ClientInfo::new(idp.client_id.clone(), None);
+        let jag = token::request_token(&self.inner.http, &idp_meta, &idp_client, ClientAuth::None, form).await?;
+        Ok(jag.access_token)
     }
 }
 

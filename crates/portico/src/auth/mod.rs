@@ -77,6 +77,48 @@ pub enum GrantType {
     /// Client credentials (machine to machine): needs pre-registered credentials, with a
     /// secret or a [`SigningKey`].
     ClientCredentials,
+    /// A JWT assertion as the grant (RFC 7523 §2.1): a workload identity token
+    /// ([`OAuthClientBuilder::jwt_bearer`]), or an identity assertion obtained from an
+    /// enterprise identity provider by token exchange
+    /// ([`OAuthClientBuilder::enterprise_idp`]).
+    JwtBearer,
+}
+
+/// An enterprise identity provider that exchanges the user's ID token for an identity
+/// assertion authorization grant (ID-JAG, RFC 8693 token exchange), for the MCP server's
+/// authorization server.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct EnterpriseIdp {
+    /// The identity provider's token endpoint.
+    pub token_endpoint: String,
+    /// This client's `client_id` at the identity provider.
+    pub client_id: String,
+    /// The user's ID token from the identity provider.
+    pub id_token: String,
+}
+
+impl EnterpriseIdp {
+    /// An identity provider at `token_endpoint`.
+    pub fn new(token_endpoint: impl Into<String>, client_id: impl Into<String>, id_token: impl Into<String>) -> Self {
+        EnterpriseIdp { token_endpoint: token_endpoint.into(), client_id: client_id.into(), id_token: id_token.into() }
+    }
+}
+
+impl std::fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where the assertion of [`GrantType::JwtBearer`] comes from.
+#[derive(Clone)]
+pub(crate) enum Assertion {
+    Static(String),
+    Enterprise(EnterpriseIdp),
 }
 
 /// The default number of authorizations one request may trigger before it fails.
@@ -114,6 +156,7 @@ struct Config {
     signing_key: Option<Arc<SigningKey>>,
     metadata_url: Option<String>,
     grant: GrantType,
+    assertion: Option<Assertion>,
     scope: Option<String>,
     offline_access: bool,
     max_authorizations: u32,
@@ -134,6 +177,7 @@ impl OAuthClient {
                 signing_key: None,
                 metadata_url: None,
                 grant: GrantType::AuthorizationCode,
+                assertion: None,
                 scope: None,
                 offline_access: true,
                 max_authorizations: DEFAULT_MAX_AUTHORIZATIONS,
@@ -258,6 +302,24 @@ impl OAuthClientBuilder {
         self
     }
 
+    /// The JWT bearer grant with `assertion`, e.g. a workload identity token whose audience
+    /// is the authorization server (RFC 7523 §2.1). A refused assertion is reported, never
+    /// retried with another grant.
+    pub fn jwt_bearer(mut self, assertion: impl Into<String>) -> Self {
+        self.cfg.grant = GrantType::JwtBearer;
+        self.cfg.assertion = Some(Assertion::Static(assertion.into()));
+        self
+    }
+
+    /// Enterprise-managed authorization (cross-app access): the user's ID token is exchanged
+    /// at `idp` for an identity assertion (ID-JAG) for the authorization server, then used as
+    /// a JWT bearer grant there with the pre-registered client credentials.
+    pub fn enterprise_idp(mut self, idp: EnterpriseIdp) -> Self {
+        self.cfg.grant = GrantType::JwtBearer;
+        self.cfg.assertion = Some(Assertion::Enterprise(idp));
+        self
+    }
+
     /// Scopes always requested, besides those the server asks for.
     pub fn scope(mut self, scope: impl Into<String>) -> Self {
         self.cfg.scope = Some(scope.into());
@@ -305,6 +367,9 @@ impl OAuthClientBuilder {
                     "the client metadata document URL {url:?} must be an https URL with a path"
                 )));
             }
+        }
+        if self.cfg.grant == GrantType::JwtBearer && self.cfg.assertion.is_none() {
+            return Err(AuthError::Config("the JWT bearer grant needs jwt_bearer(…) or enterprise_idp(…)".into()));
         }
         if self.cfg.grant == GrantType::ClientCredentials && self.cfg.credentials.is_empty() {
             return Err(AuthError::Config("the client credentials grant needs client_credentials(…)".into()));
