@@ -45,7 +45,7 @@ out_dir="$dir/results"; rm -rf "$out_dir"; mkdir -p "$out_dir"
 # run LABEL ARGS...: runs the suite, counts scenario lines (✓/✗) and the check totals.
 run() {
   local label=$1; shift
-  local log="$out_dir/$label.log"
+  local log="$out_dir/${label//\//_}.log"
   "$node" "$@" --expected-failures "$expected" >"$log" 2>&1
   local code=$?
   local p f totals
