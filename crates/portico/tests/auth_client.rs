@@ -430,3 +430,36 @@ fn registration_without_any_way_is_a_clear_error() {
     assert!(e.is_config());
     assert!(e.to_string().contains("client_credentials"), "{e}");
 }
+
+#[tokio::test]
+async fn loopback_redirect_returns_the_callback_url() {
+    use portico::auth::{LoopbackRedirect, RedirectHandler};
+    let opened: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen_urls = opened.clone();
+    let redirect =
+        LoopbackRedirect::bind(0, move |url| lock_vec(&seen_urls).push(url.to_string())).await.expect("bind 127.0.0.1");
+    let uri = redirect.redirect_uri();
+    assert!(uri.starts_with("http://127.0.0.1:") && uri.ends_with("/callback"), "{uri}");
+    // The "browser": a wrong path first (answered 404), then the redirect back.
+    let browser = tokio::spawn({
+        let uri = uri.clone();
+        async move {
+            let http = reqwest::Client::new();
+            let wrong = uri.replace("/callback", "/favicon.ico");
+            let status = http.get(&wrong).send().await.expect("GET").status();
+            assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
+            http.get(format!("{uri}?code=abc&state=xyz")).send().await.expect("GET callback").status()
+        }
+    });
+    let auth_url = reqwest::Url::parse("http://as.test/authorize?x=1").expect("url");
+    let back = redirect.authorize(&reqwest::Client::new(), auth_url).await.expect("callback");
+    assert_eq!(back.path(), "/callback");
+    let q: HashMap<String, String> = back.query_pairs().into_owned().collect();
+    assert_eq!((q["code"].as_str(), q["state"].as_str()), ("abc", "xyz"));
+    assert_eq!(browser.await.expect("browser task"), reqwest::StatusCode::OK);
+    assert_eq!(lock_vec(&opened).as_slice(), ["http://as.test/authorize?x=1"]);
+}
+
+fn lock_vec(v: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
+    v.lock().unwrap_or_else(|e| e.into_inner())
+}

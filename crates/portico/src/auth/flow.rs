@@ -38,8 +38,8 @@ pub(crate) struct State {
     requested_scope: Option<String>,
 }
 
-/// The MCP server refused a request: what it said, and with which token.
-#[derive(Debug)]
+/// The MCP server refused a request: what it said, and with which token (no `Debug`: it
+/// holds a token).
 pub(crate) struct Challenge {
     /// `401` or `403`.
     pub status: u16,
