@@ -14,7 +14,7 @@ use tracing::debug;
 
 use super::metadata::{self, AuthorizationServerMetadata, BearerChallenge, ProtectedResourceMetadata, union_scopes};
 use super::store::{ClientInfo, StoredAuth, TokenSet};
-use super::token::{self, ClientAuth, RegistrationRequest, read_limited};
+use super::token::{self, ClientAuth, Dpop, RegistrationRequest, read_limited};
 use super::{Assertion, AuthError, EnterpriseIdp, GrantType, OAuthClient};
 
 /// The `grant_type` of a JWT assertion grant (RFC 7523).
@@ -36,6 +36,20 @@ pub(crate) struct State {
     pub registrations: HashMap<String, ClientInfo>,
     /// The scopes of the last authorization request.
     requested_scope: Option<String>,
+    /// DPoP nonces of token endpoints, by endpoint.
+    as_nonces: HashMap<String, Option<String>>,
+    /// The MCP server's DPoP nonce.
+    rs_nonce: Option<String>,
+}
+
+/// What to put on one request to the MCP server.
+pub(crate) struct RequestAuth {
+    /// The access token (to recognise a refused one).
+    pub token: String,
+    /// The `Authorization` value: `Bearer …` or `DPoP …`.
+    pub authorization: String,
+    /// The `DPoP` proof, for a DPoP-bound token.
+    pub dpop: Option<String>,
 }
 
 /// The MCP server refused a request: what it said, and with which token (no `Debug`: it
@@ -89,18 +103,45 @@ impl OAuthClient {
         }
     }
 
-    /// The access token to send to `server`, refreshed first when it has expired.
+    /// The credentials of a `method` request to `url` on `server`: the access token
+    /// (refreshed first when it has expired), and a DPoP proof when the token is bound.
     ///
     /// # Cancel safety
     /// Cancel safe, except that a refresh dropped midway is done again next time.
-    pub(crate) async fn bearer(&self, server: &Url) -> Option<String> {
+    pub(crate) async fn authorization(&self, server: &Url, method: &str, url: &Url) -> Option<RequestAuth> {
         let mut st = self.inner.state.lock().await;
         self.load(&mut st, server);
         let expired = st.session.as_ref()?.tokens.is_expired(EXPIRY_MARGIN);
         if expired && let Err(e) = self.refresh(&mut st, server).await {
             debug!(error = %e, "refreshing an expired access token failed");
         }
-        st.session.as_ref().map(|s| s.tokens.access_token.clone())
+        let tokens = &st.session.as_ref()?.tokens;
+        let token = tokens.access_token.clone();
+        let bound = tokens.token_type.eq_ignore_ascii_case("dpop");
+        let key = self.inner.dpop_key.as_ref().filter(|_| bound);
+        let Some(key) = key else {
+            return Some(RequestAuth { authorization: format!("Bearer {token}"), token, dpop: None });
+        };
+        match key.proof(method, url, Some(&token), st.rs_nonce.as_deref()) {
+            Ok(proof) => Some(RequestAuth { authorization: format!("DPoP {token}"), token, dpop: Some(proof) }),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot make a DPoP proof");
+                None
+            }
+        }
+    }
+
+    /// Keeps the DPoP nonce the MCP server sent (RFC 9449 §9).
+    pub(crate) async fn resource_nonce(&self, nonce: String) {
+        self.inner.state.lock().await.rs_nonce = Some(nonce);
+    }
+
+    /// DPoP for a token request to `meta`'s token endpoint, when the server binds tokens
+    /// (or `bound`: the tokens being refreshed are bound).
+    fn dpop<'a>(&'a self, st: &'a mut State, meta: &AuthorizationServerMetadata, bound: bool) -> Option<Dpop<'a>> {
+        let key = self.inner.dpop_key.as_ref().filter(|_| bound || meta.supports_dpop())?;
+        let nonce = st.as_nonces.entry(meta.token_endpoint.clone()).or_default();
+        Some(Dpop { key, nonce })
     }
 
     /// Deals with a `401` or a `403 insufficient_scope`: on return `Ok`, the request may be
@@ -108,6 +149,9 @@ impl OAuthClient {
     pub(crate) async fn challenged(&self, server: &Url, ch: Challenge) -> Result<(), AuthError> {
         let mut st = self.inner.state.lock().await;
         self.load(&mut st, server);
+        if ch.bearer.as_ref().and_then(|b| b.error.as_deref()) == Some("use_dpop_nonce") {
+            return Ok(()); // the transport kept the new nonce: send again
+        }
         let current = st.session.as_ref().map(|s| s.tokens.access_token.clone());
         let step_up = ch.status == 403;
         if !step_up && ch.attempt == 1 && current.is_some() && current != ch.sent {
@@ -127,9 +171,9 @@ impl OAuthClient {
         st.metadata.insert(issuer.clone(), found.meta.clone());
         let client = self.client_for(&mut st, &found, scope.as_deref()).await?;
         let tokens = match self.inner.cfg.grant {
-            GrantType::AuthorizationCode => self.authorization_code(&found, &client, scope.as_deref()).await?,
-            GrantType::ClientCredentials => self.client_credentials(&found, &client, scope.as_deref()).await?,
-            GrantType::JwtBearer => self.jwt_bearer(&found, &client, scope.as_deref()).await?,
+            GrantType::AuthorizationCode => self.authorization_code(&mut st, &found, &client, scope.as_deref()).await?,
+            GrantType::ClientCredentials => self.client_credentials(&mut st, &found, &client, scope.as_deref()).await?,
+            GrantType::JwtBearer => self.jwt_bearer(&mut st, &found, &client, scope.as_deref()).await?,
         };
         st.requested_scope = scope;
         let saved = StoredAuth {
@@ -166,7 +210,9 @@ impl OAuthClient {
             ("refresh_token", refresh_token.clone()),
             ("resource", session.resource.clone()),
         ];
-        let mut tokens = token::request_token(&self.inner.http, &meta, &session.client, auth, form).await?;
+        let bound = session.tokens.token_type.eq_ignore_ascii_case("dpop");
+        let dpop = self.dpop(st, &meta, bound);
+        let mut tokens = token::request_token(&self.inner.http, &meta, &session.client, auth, form, dpop).await?;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh_token); // not rotated: keep the old one
         }
@@ -341,6 +387,7 @@ impl OAuthClient {
     /// The authorization code grant with PKCE.
     async fn authorization_code(
         &self,
+        st: &mut State,
         found: &Discovered,
         client: &ClientInfo,
         scope: Option<&str>,
@@ -382,7 +429,8 @@ impl OAuthClient {
             ("resource", found.resource.clone()),
         ];
         let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), meta);
-        let mut tokens = token::request_token(&self.inner.http, meta, client, auth, form).await?;
+        let dpop = self.dpop(st, meta, false);
+        let mut tokens = token::request_token(&self.inner.http, meta, client, auth, form, dpop).await?;
         if tokens.scope.is_none() {
             tokens.scope = scope.map(str::to_owned);
         }
@@ -392,6 +440,7 @@ impl OAuthClient {
     /// The client credentials grant.
     async fn client_credentials(
         &self,
+        st: &mut State,
         found: &Discovered,
         client: &ClientInfo,
         scope: Option<&str>,
@@ -402,7 +451,8 @@ impl OAuthClient {
         }
         form.push(("resource", found.resource.clone()));
         let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
-        token::request_token(&self.inner.http, &found.meta, client, auth, form).await
+        let dpop = self.dpop(st, &found.meta, false);
+        token::request_token(&self.inner.http, &found.meta, client, auth, form, dpop).await
     }
 }
 
@@ -411,6 +461,7 @@ impl OAuthClient {
     /// at the enterprise identity provider (RFC 8693).
     async fn jwt_bearer(
         &self,
+        st: &mut State,
         found: &Discovered,
         client: &ClientInfo,
         scope: Option<&str>,
@@ -426,7 +477,8 @@ impl OAuthClient {
         }
         form.push(("resource", found.resource.clone()));
         let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
-        token::request_token(&self.inner.http, &found.meta, client, auth, form).await
+        let dpop = self.dpop(st, &found.meta, false);
+        token::request_token(&self.inner.http, &found.meta, client, auth, form, dpop).await
     }
 
     /// Exchanges the user's ID token for an ID-JAG for the authorization server.
@@ -453,7 +505,7 @@ impl OAuthClient {
             form.push(("scope", s.to_owned()));
         }
         let idp_client = ClientInfo::new(idp.client_id.clone(), None);
-        let jag = token::request_token(&self.inner.http, &idp_meta, &idp_client, ClientAuth::None, form).await?;
+        let jag = token::request_token(&self.inner.http, &idp_meta, &idp_client, ClientAuth::None, form, None).await?;
         Ok(jag.access_token)
     }
 }

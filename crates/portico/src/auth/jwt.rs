@@ -3,8 +3,9 @@
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RSA_PKCS1_SHA256, RsaKeyPair};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use super::AuthError;
 use super::store::now_secs;
@@ -98,6 +99,79 @@ impl SigningKey {
             "exp": now + 300,
             "jti": super::flow::random_token(16),
         }))
+    }
+}
+
+/// `header.claims.signature`, each base64url.
+fn compact(
+    header: &Value,
+    claims: &Value,
+    sign: impl FnOnce(&[u8]) -> Result<Vec<u8>, AuthError>,
+) -> Result<String, AuthError> {
+    let input =
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+    let sig = sign(input.as_bytes())?;
+    Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig)))
+}
+
+/// The P-256 key that proves possession of DPoP-bound tokens (RFC 9449), made per client.
+pub(crate) struct DpopKey {
+    pair: EcdsaKeyPair,
+    /// The public key as a JWK (`kty`, `crv`, `x`, `y`).
+    jwk: Value,
+}
+
+impl DpopKey {
+    /// A new random key.
+    pub(crate) fn generate() -> Result<Self, AuthError> {
+        let rng = SystemRandom::new();
+        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .map_err(|e| AuthError::Signing(format!("cannot make a DPoP key: {e}")))?;
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng)
+            .map_err(|e| AuthError::Signing(format!("cannot load the DPoP key: {e}")))?;
+        // Uncompressed point: 0x04 || x (32 bytes) || y (32 bytes).
+        let point = pair.public_key().as_ref();
+        if point.len() != 65 {
+            return Err(AuthError::Signing("unexpected P-256 public key length".into()));
+        }
+        let jwk = json!({
+            "kty": "EC",
+            "crv": "P-256",
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+        });
+        Ok(DpopKey { pair, jwk })
+    }
+
+    /// A proof for one HTTP request (RFC 9449 §4.2): `htu` without query or fragment, `ath`
+    /// when an access token is presented, the server's `nonce` when it gave one.
+    pub(crate) fn proof(
+        &self,
+        method: &str,
+        url: &reqwest::Url,
+        access_token: Option<&str>,
+        nonce: Option<&str>,
+    ) -> Result<String, AuthError> {
+        let mut htu = url.clone();
+        htu.set_query(None);
+        htu.set_fragment(None);
+        let mut claims = json!({
+            "jti": super::flow::random_token(16),
+            "htm": method,
+            "htu": htu.as_str(),
+            "iat": now_secs(),
+        });
+        if let Some(t) = access_token {
+            claims["ath"] = Value::String(URL_SAFE_NO_PAD.encode(Sha256::digest(t.as_bytes())));
+        }
+        if let Some(n) = nonce {
+            claims["nonce"] = Value::String(n.to_owned());
+        }
+        let header = json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk });
+        compact(&header, &claims, |input| {
+            let sig = self.pair.sign(&SystemRandom::new(), input).map_err(|e| AuthError::Signing(e.to_string()))?;
+            Ok(sig.as_ref().to_vec())
+        })
     }
 }
 

@@ -59,6 +59,9 @@ pub struct AuthorizationServerMetadata {
     /// The authorization response carries `iss` (RFC 9207).
     #[serde(default)]
     pub authorization_response_iss_parameter_supported: bool,
+    /// Algorithms of DPoP proofs the server accepts (RFC 9449 §5.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {
@@ -85,12 +88,19 @@ impl AuthorizationServerMetadata {
         }
     }
 
+    /// True when the server binds tokens to `ES256` DPoP proofs (the only kind this client
+    /// makes).
+    pub(crate) fn supports_dpop(&self) -> bool {
+        self.dpop_signing_alg_values_supported.iter().flatten().any(|a| a == "ES256")
+    }
+
     pub(crate) fn supports_scope(&self, scope: &str) -> bool {
         self.scopes_supported.iter().flatten().any(|s| s == scope)
     }
 }
 
-/// A `WWW-Authenticate: Bearer …` challenge (RFC 6750 §3, RFC 9728 §5.1).
+/// A `WWW-Authenticate: Bearer …` (or `DPoP …`, RFC 9449 §7.1) challenge (RFC 6750 §3,
+/// RFC 9728 §5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct BearerChallenge {
@@ -105,10 +115,13 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// Parses the `Bearer` challenge of a `WWW-Authenticate` value; `None` when there is none.
+    /// Parses the `Bearer` challenge of a `WWW-Authenticate` value, else its `DPoP` one;
+    /// `None` when there is neither.
     pub fn parse(header: &str) -> Option<Self> {
-        let start = find_scheme(header, "bearer")?;
-        let mut rest = header[start + "bearer".len()..].trim_start();
+        let (start, scheme) = find_scheme(header, "bearer")
+            .map(|i| (i, "bearer"))
+            .or_else(|| find_scheme(header, "dpop").map(|i| (i, "dpop")))?;
+        let mut rest = header[start + scheme.len()..].trim_start();
         let mut c = BearerChallenge::default();
         while !rest.is_empty() {
             let Some(eq) = rest.find('=') else { break };
@@ -274,6 +287,8 @@ mod tests {
         let c = BearerChallenge::parse(r#"Basic realm="x", Bearer realm=mcp, scope=read"#).expect("challenge");
         assert_eq!(c.scope.as_deref(), Some("read"));
         assert_eq!(BearerChallenge::parse("Basic realm=x"), None);
+        let c = BearerChallenge::parse(r#"DPoP error="use_dpop_nonce", resource_metadata="http://h/x""#).expect("dpop");
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
         assert_eq!(BearerChallenge::parse("Bearer"), Some(BearerChallenge::default()));
     }
 

@@ -45,6 +45,9 @@
 //!    lists it. Or the **client credentials** grant ([`GrantType::ClientCredentials`]).
 //! 4. **Tokens** are refreshed before they expire and on `401` (refresh tokens rotate), and
 //!    kept in a [`TokenStore`]: [`MemoryTokenStore`] or [`FileTokenStore`] (mode `0600`).
+//!    When the authorization server supports DPoP (RFC 9449) with `ES256`, tokens are bound
+//!    to a key of this client and every request carries a fresh proof
+//!    ([`OAuthClientBuilder::dpop`]).
 
 mod error;
 mod flow;
@@ -145,6 +148,8 @@ struct Inner {
     http: reqwest::Client,
     /// Held while tokens are read, refreshed or obtained: one flow at a time.
     state: tokio::sync::Mutex<flow::State>,
+    /// The DPoP key, unless DPoP is turned off.
+    dpop_key: Option<jwt::DpopKey>,
 }
 
 struct Config {
@@ -161,6 +166,7 @@ struct Config {
     offline_access: bool,
     max_authorizations: u32,
     application_type: String,
+    dpop: bool,
 }
 
 impl OAuthClient {
@@ -182,6 +188,7 @@ impl OAuthClient {
                 offline_access: true,
                 max_authorizations: DEFAULT_MAX_AUTHORIZATIONS,
                 application_type: "native".into(),
+                dpop: true,
             },
             http: None,
         }
@@ -347,6 +354,15 @@ impl OAuthClientBuilder {
         self
     }
 
+    /// Whether tokens are bound to a DPoP key (RFC 9449) when the authorization server
+    /// supports it (advertises `ES256` in `dpop_signing_alg_values_supported`); default true.
+    /// Bound tokens are sent as `Authorization: DPoP …` with a fresh proof on every request,
+    /// and the servers' DPoP nonces are honoured.
+    pub fn dpop(mut self, enable: bool) -> Self {
+        self.cfg.dpop = enable;
+        self
+    }
+
     /// The HTTP client for metadata, registration, authorization and token requests. It
     /// must not follow redirects (`reqwest::redirect::Policy::none()`), or the headless
     /// redirect cannot read the authorization response.
@@ -381,8 +397,14 @@ impl OAuthClientBuilder {
                 .build()
                 .map_err(|e| AuthError::Config(format!("cannot build the HTTP client: {e}")))?,
         };
+        let dpop_key = if self.cfg.dpop { Some(jwt::DpopKey::generate()?) } else { None };
         Ok(OAuthClient {
-            inner: Arc::new(Inner { cfg: self.cfg, http, state: tokio::sync::Mutex::new(flow::State::default()) }),
+            inner: Arc::new(Inner {
+                dpop_key,
+                cfg: self.cfg,
+                http,
+                state: tokio::sync::Mutex::new(flow::State::default()),
+            }),
         })
     }
 }

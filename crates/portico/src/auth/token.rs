@@ -8,7 +8,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 
 use super::AuthError;
-use super::jwt::SigningKey;
+use super::jwt::{DpopKey, SigningKey};
 use super::metadata::AuthorizationServerMetadata;
 use super::store::{ClientInfo, TokenSet, now_secs};
 
@@ -16,6 +16,11 @@ use super::store::{ClientInfo, TokenSet, now_secs};
 const JWT_BEARER_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 /// The largest metadata, registration or token response read.
 pub(crate) const MAX_BODY: usize = 256 * 1024;
+
+/// The DPoP proof header (RFC 9449 §4.1).
+pub(crate) const DPOP: &str = "dpop";
+/// A server's DPoP nonce (RFC 9449 §8, §9).
+pub(crate) const DPOP_NONCE: &str = "dpop-nonce";
 
 /// A successful token response (RFC 6749 §5.1).
 #[derive(Debug, Deserialize)]
@@ -80,21 +85,31 @@ pub(crate) fn choose_auth<'a>(
     }
 }
 
-/// A token request: `form` is the grant's parameters; the client's authentication is added.
+/// DPoP for one token request: the key, and the authorization server's nonce (updated from
+/// its answers).
+pub(crate) struct Dpop<'a> {
+    pub key: &'a DpopKey,
+    pub nonce: &'a mut Option<String>,
+}
+
+/// A token request: `form` is the grant's parameters; the client's authentication is added,
+/// and a DPoP proof when `dpop` is given (retried once with the server's nonce on
+/// `use_dpop_nonce`, RFC 9449 §8).
 pub(crate) async fn request_token(
     http: &reqwest::Client,
     meta: &AuthorizationServerMetadata,
     client: &ClientInfo,
     auth: ClientAuth<'_>,
     mut form: Vec<(&str, String)>,
+    mut dpop: Option<Dpop<'_>>,
 ) -> Result<TokenSet, AuthError> {
     let url = meta.token_endpoint.as_str();
-    let mut req = http.post(url).header(ACCEPT, "application/json");
+    let mut basic = None;
     match auth {
         ClientAuth::None => form.push(("client_id", client.client_id.clone())),
         ClientAuth::Basic(secret) => {
             let pair = format!("{}:{}", form_encode(&client.client_id), form_encode(secret));
-            req = req.header(AUTHORIZATION, format!("Basic {}", STANDARD.encode(pair)));
+            basic = Some(format!("Basic {}", STANDARD.encode(pair)));
         }
         ClientAuth::Post(secret) => {
             form.push(("client_id", client.client_id.clone()));
@@ -107,9 +122,31 @@ pub(crate) async fn request_token(
         }
     }
     let requested_scope = form.iter().find(|(k, _)| *k == "scope").map(|(_, v)| v.clone());
-    let resp = req.form(&form).send().await.map_err(|e| AuthError::http(url, e))?;
-    let status = resp.status();
-    let body = read_limited(resp, url).await?;
+    let endpoint = reqwest::Url::parse(url)
+        .map_err(|e| AuthError::metadata(&meta.issuer, format!("invalid token_endpoint: {e}")))?;
+    let mut nonce_retry = true;
+    let (status, body) = loop {
+        let mut req = http.post(endpoint.clone()).header(ACCEPT, "application/json");
+        if let Some(b) = &basic {
+            req = req.header(AUTHORIZATION, b);
+        }
+        if let Some(d) = &dpop {
+            req = req.header(DPOP, d.key.proof("POST", &endpoint, None, d.nonce.as_deref())?);
+        }
+        let resp = req.form(&form).send().await.map_err(|e| AuthError::http(url, e))?;
+        let status = resp.status();
+        let new_nonce = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let body = read_limited(resp, url).await?;
+        if let (Some(d), Some(n)) = (dpop.as_mut(), new_nonce) {
+            *d.nonce = Some(n);
+            let asked = serde_json::from_slice::<OAuthErrorBody>(&body).is_ok_and(|e| e.error == "use_dpop_nonce");
+            if status == reqwest::StatusCode::BAD_REQUEST && asked && nonce_retry {
+                nonce_retry = false;
+                continue;
+            }
+        }
+        break (status, body);
+    };
     if !status.is_success() {
         return Err(peer_error(url, status.as_u16(), &body));
     }

@@ -7,9 +7,13 @@ use http::header::{AUTHORIZATION, HeaderValue, WWW_AUTHENTICATE};
 use tracing::debug;
 
 use super::shared::{SendError, Shared, drain};
+
+/// The DPoP proof header, and the server's nonce (RFC 9449).
+const DPOP: &str = "dpop";
+const DPOP_NONCE: &str = "dpop-nonce";
 use crate::auth::{BearerChallenge, Challenge, OAuthClient};
 
-/// Sends `rb` with the current access token; on a challenge, lets `auth` obtain another and
+/// Sends `rb` with the current access token (and its DPoP proof); on a challenge, lets `auth` obtain another and
 /// sends it again, up to the client's limit of authorizations.
 pub(super) async fn send(
     shared: &Shared,
@@ -21,15 +25,22 @@ pub(super) async fn send(
     loop {
         let mut req =
             request.try_clone().ok_or_else(|| SendError::Auth("the request body cannot be sent twice".into()))?;
-        let token = auth.bearer(&shared.url).await;
-        if let Some(t) = &token {
-            let value = HeaderValue::from_str(&format!("Bearer {t}"))
+        let method = req.method().as_str().to_owned();
+        let credentials = auth.authorization(&shared.url, &method, req.url()).await;
+        let token = credentials.as_ref().map(|c| c.token.clone());
+        if let Some(c) = credentials {
+            let mut value = HeaderValue::from_str(&c.authorization)
                 .map_err(|_| SendError::Auth("the access token is not a valid header value".into()))?;
-            let mut value = value;
             value.set_sensitive(true);
             req.headers_mut().insert(AUTHORIZATION, value);
+            if let Some(proof) = c.dpop.and_then(|p| HeaderValue::from_str(&p).ok()) {
+                req.headers_mut().insert(DPOP, proof);
+            }
         }
         let resp = shared.http.execute(req).await.map_err(SendError::Http)?;
+        if let Some(nonce) = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()) {
+            auth.resource_nonce(nonce.to_owned()).await;
+        }
         let Some(bearer) = challenge(&resp) else { return Ok(resp) };
         attempt += 1;
         let status = resp.status().as_u16();
