@@ -37,6 +37,12 @@ struct Setup {
     always_forbidden: bool,
     /// `expires_in` of access tokens.
     expires_in: Option<u64>,
+    /// The AS binds tokens to DPoP proofs; the MCP endpoint demands a nonce first.
+    dpop: bool,
+    /// The authorization response's `iss` (default: the issuer).
+    iss: Option<&'static str>,
+    /// The metadata's `issuer` (default: the base URL).
+    metadata_issuer: Option<&'static str>,
 }
 
 /// One HTTP request the servers saw.
@@ -61,6 +67,8 @@ struct World {
     /// The only refresh token the server accepts (rotation).
     live_refresh: Option<String>,
     issued: u32,
+    /// DPoP: what the MCP endpoint checked on each request.
+    dpop_checks: Vec<Result<(), String>>,
 }
 
 type Shared = Arc<Mutex<World>>;
@@ -111,7 +119,7 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
         }
         ("GET", "/.well-known/oauth-authorization-server") => {
             let mut meta = json!({
-                "issuer": base,
+                "issuer": setup.metadata_issuer.map(str::to_owned).unwrap_or_else(|| base.clone()),
                 "authorization_endpoint": format!("{base}/authorize"),
                 "token_endpoint": format!("{base}/token"),
                 "registration_endpoint": format!("{base}/register"),
@@ -121,6 +129,9 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
             });
             if !setup.no_pkce {
                 meta["code_challenge_methods_supported"] = json!(["S256"]);
+            }
+            if setup.dpop {
+                meta["dpop_signing_alg_values_supported"] = json!(["ES256"]);
             }
             json_response(StatusCode::OK, meta)
         }
@@ -133,7 +144,7 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
             back.query_pairs_mut()
                 .append_pair("code", &format!("code:{scope}"))
                 .append_pair("state", q.get("state").map(String::as_str).unwrap_or_default())
-                .append_pair("iss", &base);
+                .append_pair("iss", setup.iss.unwrap_or(&base));
             Response::builder()
                 .status(StatusCode::FOUND)
                 .header("location", back.as_str())
@@ -159,22 +170,90 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
                 }
                 _ => return json_response(StatusCode::BAD_REQUEST, json!({ "error": "unsupported_grant_type" })),
             };
+            if setup.dpop {
+                let token_url = format!("{base}/token");
+                let proof = headers.get("dpop").and_then(|v| v.to_str().ok()).unwrap_or_default();
+                if let Err(e) = check_proof(proof, "POST", &token_url, None, None) {
+                    return json_response(
+                        StatusCode::BAD_REQUEST,
+                        json!({ "error": "invalid_dpop_proof", "error_description": e }),
+                    );
+                }
+            }
             w.issued += 1;
             let access = format!("at-{}", w.issued);
             let refresh = format!("rt-{}", w.issued);
             w.tokens.insert(access.clone(), scope);
             w.live_refresh = Some(refresh.clone());
-            let mut t = json!({ "access_token": access, "token_type": "Bearer", "refresh_token": refresh });
+            let kind = if setup.dpop { "DPoP" } else { "Bearer" };
+            let mut t = json!({ "access_token": access, "token_type": kind, "refresh_token": refresh });
             if let Some(e) = setup.expires_in {
                 t["expires_in"] = json!(e);
             }
             json_response(StatusCode::OK, t)
+        }
+        ("POST", "/mcp") if setup.dpop && authorization.is_some() => {
+            let (scheme, token) = authorization.as_deref().and_then(|a| a.split_once(' ')).unwrap_or_default();
+            let proof = headers.get("dpop").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            let nonce_seen = w.dpop_checks.iter().any(|c| c.is_ok());
+            let check = if scheme != "DPoP" {
+                Err(format!("scheme {scheme}"))
+            } else {
+                check_proof(proof, "POST", &format!("{base}/mcp"), Some(token), Some("rs-nonce"))
+            };
+            let asked = check.as_ref().is_err_and(|e| e.starts_with("nonce"));
+            w.dpop_checks.push(check.clone());
+            if asked && !nonce_seen {
+                return Response::builder()
+                    .status(401)
+                    .header("www-authenticate", "DPoP error=\"use_dpop_nonce\"")
+                    .header("dpop-nonce", "rs-nonce")
+                    .body(Body::empty())
+                    .expect("401");
+            }
+            mcp(&w, &setup, &base, Some(&format!("Bearer {token}")), &body)
         }
         ("POST", "/mcp") => mcp(&w, &setup, &base, authorization.as_deref(), &body),
         ("DELETE", "/mcp") => json_response(StatusCode::OK, json!({})),
         ("GET", "/mcp") => json_response(StatusCode::METHOD_NOT_ALLOWED, json!({})),
         _ => json_response(StatusCode::NOT_FOUND, json!({ "error": "not_found" })),
     }
+}
+
+/// Checks a DPoP proof: signature with its own `jwk`, `typ`, `htm`, `htu`, `ath`, `nonce`.
+fn check_proof(proof: &str, htm: &str, htu: &str, token: Option<&str>, nonce: Option<&str>) -> Result<(), String> {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+    let parts: Vec<&str> = proof.split('.').collect();
+    if parts.len() != 3 {
+        return Err("not a JWS".into());
+    }
+    let decode = |p: &str| -> Result<Value, String> {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+    };
+    let (header, claims) = (decode(parts[0])?, decode(parts[1])?);
+    if header["typ"] != "dpop+jwt" || header["alg"] != "ES256" {
+        return Err(format!("header {header}"));
+    }
+    let coord = |k: &str| URL_SAFE_NO_PAD.decode(header["jwk"][k].as_str().unwrap_or_default()).unwrap_or_default();
+    let point = [vec![4u8], coord("x"), coord("y")].concat();
+    let sig = URL_SAFE_NO_PAD.decode(parts[2]).map_err(|e| e.to_string())?;
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &point)
+        .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig)
+        .map_err(|_| "bad signature".to_owned())?;
+    if claims["htm"] != htm || claims["htu"] != htu {
+        return Err(format!("htm/htu {claims}"));
+    }
+    if let Some(t) = token
+        && claims["ath"] != URL_SAFE_NO_PAD.encode(Sha256::digest(t.as_bytes()))
+    {
+        return Err("ath".into());
+    }
+    if let Some(n) = nonce
+        && claims["nonce"] != n
+    {
+        return Err("nonce missing or wrong".into());
+    }
+    Ok(())
 }
 
 /// The protected MCP endpoint (handshake era, no sessions).
@@ -462,4 +541,46 @@ async fn loopback_redirect_returns_the_callback_url() {
 
 fn lock_vec(v: &Mutex<Vec<String>>) -> std::sync::MutexGuard<'_, Vec<String>> {
     v.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[tokio::test]
+async fn binds_tokens_with_dpop_and_honours_the_server_nonce() {
+    let (world, url) = start(Setup { dpop: true, ..Default::default() }).await;
+    let client = connect(&url, oauth()).await.expect("connect");
+    client.list_all_tools().await.expect("tools/list");
+    let checks = lock(&world).dpop_checks.clone();
+    // The first proof lacked the nonce the server had not yet given; every one after it is
+    // valid: DPoP scheme, a signature by the jwk, htm, htu, ath and the nonce.
+    assert!(checks.len() >= 3, "{checks:?}");
+    assert_eq!(checks[0], Err("nonce missing or wrong".to_owned()));
+    assert!(checks[1..].iter().all(Result::is_ok), "{checks:?}");
+    assert_eq!(authorize_queries(&world).len(), 1, "a nonce challenge needs no new authorization");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn dpop_can_be_turned_off() {
+    let (world, url) = start(Setup { dpop: true, ..Default::default() }).await;
+    let oauth = OAuthClient::builder().dpop(false).build().expect("client");
+    let err = connect(&url, oauth).await.expect_err("the AS demands a proof");
+    assert!(err.to_string().contains("invalid_dpop_proof"), "{err}");
+    assert!(lock(&world).dpop_checks.is_empty());
+}
+
+#[tokio::test]
+async fn refuses_an_authorization_response_from_another_issuer() {
+    let (world, url) = start(Setup { iss: Some("http://evil.example.com"), ..Default::default() }).await;
+    let err = connect(&url, oauth()).await.expect_err("must refuse");
+    assert!(err.to_string().contains("evil.example.com"), "{err}");
+    assert_eq!(authorize_queries(&world).len(), 1);
+    assert!(!seen(&world).iter().any(|s| s.uri == "/token"), "the code must not be redeemed");
+}
+
+#[tokio::test]
+async fn refuses_metadata_of_another_issuer() {
+    let (world, url) =
+        start(Setup { metadata_issuer: Some("https://attacker.example.com"), ..Default::default() }).await;
+    let err = connect(&url, oauth()).await.expect_err("must refuse");
+    assert!(err.to_string().contains("attacker.example.com"), "{err}");
+    assert!(!seen(&world).iter().any(|s| s.uri.starts_with("/register") || s.uri.starts_with("/authorize")));
 }

@@ -183,3 +183,72 @@ fn pem_to_der(pem: &str) -> Result<Vec<u8>, AuthError> {
     }
     STANDARD.decode(body).map_err(|e| AuthError::Config(format!("the private key PEM is not base64: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
+
+    use super::*;
+
+    /// Splits a compact JWS, checks its signature with `public` and returns header and claims.
+    fn open(jws: &str, public: &[u8]) -> (Value, Value) {
+        let parts: Vec<&str> = jws.split('.').collect();
+        assert_eq!(parts.len(), 3, "{jws}");
+        let sig = URL_SAFE_NO_PAD.decode(parts[2]).expect("signature");
+        let input = format!("{}.{}", parts[0], parts[1]);
+        UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, public)
+            .verify(input.as_bytes(), &sig)
+            .expect("valid signature");
+        let decode = |p: &str| serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).expect("b64")).expect("json");
+        (decode(parts[0]), decode(parts[1]))
+    }
+
+    #[test]
+    fn es256_client_assertion_verifies() {
+        let rng = SystemRandom::new();
+        let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).expect("key");
+        let public = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng)
+            .expect("pair")
+            .public_key()
+            .as_ref()
+            .to_vec();
+        let pem =
+            format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", STANDARD.encode(doc.as_ref()));
+        let key = SigningKey::from_pkcs8_pem(&pem, "ES256").expect("PEM key").with_key_id("k1");
+        let jwt = key.client_assertion("client-1", "http://as.test").expect("assertion");
+        let (header, claims) = open(&jwt, &public);
+        assert_eq!(header, json!({ "alg": "ES256", "typ": "JWT", "kid": "k1" }));
+        assert_eq!((claims["iss"].as_str(), claims["sub"].as_str()), (Some("client-1"), Some("client-1")));
+        assert_eq!(claims["aud"], "http://as.test");
+        let (iat, exp) = (claims["iat"].as_u64().expect("iat"), claims["exp"].as_u64().expect("exp"));
+        assert_eq!(exp - iat, 300);
+        assert!(SigningKey::from_pkcs8_pem(&pem, "HS256").is_err());
+        assert!(SigningKey::from_pkcs8_pem("not a pem", "ES256").is_err());
+    }
+
+    #[test]
+    fn dpop_proofs_carry_method_url_hash_and_nonce() {
+        let key = DpopKey::generate().expect("key");
+        let url = reqwest::Url::parse("http://rs.test/mcp?x=1#f").expect("url");
+        let proof = key.proof("POST", &url, Some("tok"), Some("n-1")).expect("proof");
+        let jwk = key.jwk.clone();
+        let point = [
+            vec![4u8],
+            URL_SAFE_NO_PAD.decode(jwk["x"].as_str().expect("x")).expect("x"),
+            URL_SAFE_NO_PAD.decode(jwk["y"].as_str().expect("y")).expect("y"),
+        ]
+        .concat();
+        let (header, claims) = open(&proof, &point);
+        assert_eq!(header["typ"], "dpop+jwt");
+        assert_eq!(header["alg"], "ES256");
+        assert!(header["jwk"].get("d").is_none(), "no private key in the proof");
+        assert_eq!(claims["htm"], "POST");
+        assert_eq!(claims["htu"], "http://rs.test/mcp", "no query or fragment");
+        assert_eq!(claims["ath"], URL_SAFE_NO_PAD.encode(Sha256::digest(b"tok")));
+        assert_eq!(claims["nonce"], "n-1");
+        let again = key.proof("POST", &url, None, None).expect("proof");
+        let (_, claims2) = open(&again, &point);
+        assert_ne!(claims["jti"], claims2["jti"], "a fresh jti per proof");
+        assert!(claims2.get("ath").is_none() && claims2.get("nonce").is_none());
+    }
+}
