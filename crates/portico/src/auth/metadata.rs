@@ -66,7 +66,8 @@ pub struct AuthorizationServerMetadata {
 
 impl AuthorizationServerMetadata {
     /// Metadata with the 2025-03-26 default endpoints (`/authorize`, `/token`, `/register`)
-    /// at `base`, for servers that publish none.
+    /// at `base`, for servers that publish none. PKCE `S256` is assumed: 2025-03-26 makes
+    /// PKCE mandatory for every client and server.
     pub fn fallback(base: &Url) -> Self {
         let at = |p: &str| base.join(p).map(String::from).unwrap_or_default();
         AuthorizationServerMetadata {

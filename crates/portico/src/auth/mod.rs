@@ -224,6 +224,9 @@ impl OAuthClient {
     ///
     /// # Errors
     /// When the store cannot be written.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: nothing is forgotten unless the future completes.
     pub async fn forget(&self, server_url: &str) -> Result<(), AuthError> {
         let server = reqwest::Url::parse(server_url)
             .map_err(|e| AuthError::Config(format!("invalid MCP server URL {server_url:?}: {e}")))?;

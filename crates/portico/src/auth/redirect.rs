@@ -101,6 +101,9 @@ impl LoopbackRedirect {
     ///
     /// # Errors
     /// When the port cannot be bound.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped future binds nothing.
     pub async fn bind(port: u16, open: impl Fn(&Url) + Send + Sync + 'static) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let port = listener.local_addr()?.port();

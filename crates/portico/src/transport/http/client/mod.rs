@@ -34,6 +34,9 @@
 //! - **Legacy HTTP+SSE**: when `initialize` is refused with 400, 404 or 405 and no JSON-RPC
 //!   error, the URL is opened as an SSE stream; if its first event is `endpoint`, every message
 //!   is posted there and answers arrive on the stream.
+//! - **Authorization** (feature `auth-client`): with `HttpClientTransport::auth`, every HTTP
+//!   request carries the OAuth client's token, and a `401` or a `403 insufficient_scope` runs
+//!   the flow of `portico::auth` before the request is sent again (a bounded number of times).
 //!
 //! HTTP failures never leave a call hanging: a request whose HTTP exchange fails is answered
 //! with a JSON-RPC error naming the cause (the HTTP status is in `data.httpStatus`). Request
