@@ -81,7 +81,7 @@
 //! | `child-process` | no | `transport::child`: spawn a server and talk to it over its stdio |
 //! | `http-server` | no | `transport::http::server`: Streamable HTTP (both eras) and legacy HTTP+SSE, as an axum router or `serve(addr)` |
 //! | `http-client` | no | `transport::http::client`: Streamable HTTP client (both eras), resumption, legacy HTTP+SSE fallback |
-//! | `auth-client` | no | [`auth`]: the OAuth 2.1 client side of MCP authorization for the HTTP client |
+//! | `auth-client` | no | `auth`: the OAuth 2.1 client side of MCP authorization for the HTTP client |
 //! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
 //! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
 //! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
