@@ -145,7 +145,7 @@ impl OAuthClient {
     }
 
     /// Deals with a `401` or a `403 insufficient_scope`: on return `Ok`, the request may be
-    /// sent again with [`bearer`](Self::bearer).
+    /// sent again with [`authorization`](Self::authorization).
     pub(crate) async fn challenged(&self, server: &Url, ch: Challenge) -> Result<(), AuthError> {
         let mut st = self.inner.state.lock().await;
         self.load(&mut st, server);
