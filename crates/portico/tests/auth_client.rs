@@ -43,6 +43,11 @@ struct Setup {
     iss: Option<&'static str>,
     /// The metadata's `issuer` (default: the base URL).
     metadata_issuer: Option<&'static str>,
+    /// A 2025-03-26 server: no protected resource metadata, no authorization server metadata.
+    legacy: bool,
+    /// The token endpoint takes only the client credentials grant with this `client_id:secret`
+    /// (HTTP Basic).
+    client_credentials: Option<&'static str>,
 }
 
 /// One HTTP request the servers saw.
@@ -106,7 +111,25 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
     });
     let base = w.base.clone();
     let setup = w.setup.clone();
+    let legacy_hidden = setup.legacy && path.starts_with("/.well-known/");
     match (parts.method.as_str(), path.as_str()) {
+        _ if legacy_hidden => json_response(StatusCode::NOT_FOUND, json!({ "error": "not_found" })),
+        ("POST", "/token") if setup.client_credentials.is_some() => {
+            let f = pairs(&body);
+            let expected = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(setup.client_credentials.unwrap_or_default())
+            );
+            if f.get("grant_type").map(String::as_str) != Some("client_credentials")
+                || authorization.as_deref() != Some(expected.as_str())
+            {
+                return json_response(StatusCode::UNAUTHORIZED, json!({ "error": "invalid_client" }));
+            }
+            w.issued += 1;
+            let access = format!("cc-{}", w.issued);
+            w.tokens.insert(access.clone(), f.get("scope").cloned().unwrap_or_default());
+            json_response(StatusCode::OK, json!({ "access_token": access, "token_type": "Bearer" }))
+        }
         ("GET", "/.well-known/oauth-protected-resource/mcp") => {
             let mut prm = json!({
                 "resource": setup.resource.clone().unwrap_or_else(|| format!("{base}/mcp")),
@@ -132,6 +155,9 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
             }
             if setup.dpop {
                 meta["dpop_signing_alg_values_supported"] = json!(["ES256"]);
+            }
+            if setup.client_credentials.is_some() {
+                meta["token_endpoint_auth_methods_supported"] = json!(["client_secret_basic"]);
             }
             json_response(StatusCode::OK, meta)
         }
@@ -583,4 +609,44 @@ async fn refuses_metadata_of_another_issuer() {
     let err = connect(&url, oauth()).await.expect_err("must refuse");
     assert!(err.to_string().contains("attacker.example.com"), "{err}");
     assert!(!seen(&world).iter().any(|s| s.uri.starts_with("/register") || s.uri.starts_with("/authorize")));
+}
+
+#[tokio::test]
+async fn a_2025_03_26_server_gets_the_default_endpoints() {
+    let (world, url) = start(Setup { legacy: true, ..Default::default() }).await;
+    let client = connect(&url, oauth()).await.expect("connect");
+    client.list_all_tools().await.expect("tools/list");
+    let uris: Vec<String> = seen(&world).iter().map(|s| format!("{} {}", s.method, s.uri)).collect();
+    let pos = |what: &str| uris.iter().position(|u| u == what || u.starts_with(&format!("{what}?")));
+    // Both well-known PRM URLs, then the root AS metadata (RFC 8414, OIDC), then the
+    // fallback endpoints at the server's origin, in that order.
+    let order = [
+        pos("GET /.well-known/oauth-protected-resource/mcp"),
+        pos("GET /.well-known/oauth-protected-resource"),
+        pos("GET /.well-known/oauth-authorization-server"),
+        pos("GET /.well-known/openid-configuration"),
+        pos("POST /register"),
+        pos("GET /authorize"),
+        pos("POST /token"),
+    ];
+    assert!(order.iter().all(Option::is_some), "{uris:#?}");
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{uris:#?}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn client_credentials_grant_with_a_secret() {
+    let (world, url) = start(Setup { client_credentials: Some("svc:s3cret"), ..Default::default() }).await;
+    let oauth = OAuthClient::builder()
+        .grant(portico::auth::GrantType::ClientCredentials)
+        .client_credentials("svc", Some("s3cret".into()))
+        .build()
+        .expect("client");
+    let client = connect(&url, oauth).await.expect("connect");
+    client.list_all_tools().await.expect("tools/list");
+    assert!(authorize_queries(&world).is_empty(), "no user, no authorization endpoint");
+    assert!(!seen(&world).iter().any(|s| s.uri == "/register"), "pre-registered: no registration");
+    let mcp = seen(&world).into_iter().filter(|s| s.uri == "/mcp" && s.authorization.is_some()).count();
+    assert!(mcp >= 2);
+    client.close().await;
 }
