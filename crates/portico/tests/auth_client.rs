@@ -650,3 +650,16 @@ async fn client_credentials_grant_with_a_secret() {
     assert!(mcp >= 2);
     client.close().await;
 }
+
+#[tokio::test]
+async fn authorize_ahead_of_the_first_request() {
+    let (world, url) = start(Setup::default()).await;
+    let oauth = oauth();
+    oauth.authorize(&url).await.expect("authorize");
+    let client = connect(&url, oauth.clone()).await.expect("connect");
+    let mcp: Vec<Seen> = seen(&world).into_iter().filter(|s| s.uri == "/mcp").collect();
+    assert!(mcp.iter().all(|s| s.authorization.as_deref() == Some("Bearer at-1")), "no 401 needed: {mcp:?}");
+    client.close().await;
+    oauth.forget(&url).await.expect("forget");
+    assert!(oauth.tokens(&url).await.is_none());
+}

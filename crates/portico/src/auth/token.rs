@@ -28,12 +28,29 @@ struct TokenResponse {
     access_token: String,
     #[serde(default)]
     token_type: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_seconds")]
     expires_in: Option<u64>,
     #[serde(default)]
     refresh_token: Option<String>,
     #[serde(default)]
     scope: Option<String>,
+}
+
+/// `expires_in` as a number, or as a string of digits (some servers send one).
+fn lenient_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Seconds {
+        Number(u64),
+        Text(String),
+        Float(f64),
+    }
+    Ok(match Option::<Seconds>::deserialize(d)? {
+        Some(Seconds::Number(n)) => Some(n),
+        Some(Seconds::Text(t)) => t.trim().parse().ok(),
+        Some(Seconds::Float(f)) if f.is_finite() && f >= 0.0 => Some(f as u64),
+        _ => None,
+    })
 }
 
 /// An OAuth error body (RFC 6749 §5.2).
@@ -257,4 +274,37 @@ pub(crate) async fn register(
         client_secret: r.client_secret.filter(|s| !s.is_empty()),
         token_endpoint_auth_method: r.token_endpoint_auth_method,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_responses_with_odd_expiries_parse() {
+        for (body, want) in [
+            (r#"{"access_token":"a","expires_in":60}"#, Some(60)),
+            (r#"{"access_token":"a","expires_in":"60"}"#, Some(60)),
+            (r#"{"access_token":"a","expires_in":60.0}"#, Some(60)),
+            (r#"{"access_token":"a","expires_in":null}"#, None),
+            (r#"{"access_token":"a"}"#, None),
+        ] {
+            let t: TokenResponse = serde_json::from_str(body).expect(body);
+            assert_eq!(t.expires_in, want, "{body}");
+        }
+    }
+
+    #[test]
+    fn credentials_are_form_encoded_for_basic_auth() {
+        assert_eq!(form_encode("a b:c"), "a+b%3Ac");
+        assert_eq!(form_encode("plain"), "plain");
+    }
+
+    #[test]
+    fn oauth_error_bodies_name_the_error() {
+        let e = peer_error("http://as/token", 400, br#"{"error":"invalid_grant","error_description":"expired"}"#);
+        assert_eq!(e.to_string(), "http://as/token answered HTTP 400: invalid_grant (expired)");
+        let e = peer_error("http://as/token", 500, b"boom");
+        assert!(e.to_string().ends_with("HTTP 500: boom"), "{e}");
+    }
 }
