@@ -455,7 +455,12 @@ async fn gives_up_after_the_retry_limit() {
     let client = connect(&url, oauth).await.expect("connect");
     let before = authorize_queries(&world).len();
     let err = client.call_tool("t", json!({})).await.expect_err("must give up");
-    assert!(err.to_string().contains("3 authorization attempts"), "{err}");
+    let wire = err.peer_error().expect("answered with an error");
+    assert!(
+        wire.message.contains("authorization failed") && wire.message.contains("3 authorization attempts"),
+        "{wire:?}"
+    );
+    assert_eq!(wire.data.as_ref().and_then(|d| d["httpStatus"].as_u64()), Some(401));
     let step_ups = authorize_queries(&world).len() - before;
     assert_eq!(step_ups, 3, "one request may trigger at most 3 authorizations");
     client.close().await;

@@ -112,8 +112,10 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
         let resp = match shared.send(shared.post(&shared.url, frame.clone(), Some(req), with_session)).await {
             Ok(r) => r,
             Err(e @ shared::SendError::Auth(_)) => {
+                // Not authorized: the answer says why, with `data.httpStatus` 401.
                 let msg = format!("{} failed: {e}", req.method);
-                return answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
+                let f = frame::error_response(&answer.id, ErrorCode::INTERNAL_ERROR, msg, Some(401));
+                return answer.fail(shared, f).await;
             }
             Err(e) => {
                 let msg = format!("{} failed: cannot reach the MCP server at {}: {e}", req.method, shared.url);
