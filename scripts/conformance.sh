@@ -45,11 +45,11 @@ out_dir="$dir/results"; rm -rf "$out_dir"; mkdir -p "$out_dir"
 # run LABEL ARGS...: runs the suite, counts scenario lines (✓/✗) and the check totals.
 run() {
   local label=$1; shift
-  local log="$out_dir/$label.log"
+  local log="$out_dir/${label//\//_}.log"
   "$node" "$@" --expected-failures "$expected" >"$log" 2>&1
   local code=$?
   local p f totals
-  if grep -q '^=== SUMMARY ===' "$log"; then
+  if grep -q '^=== SUMMARY ===' "$log" || grep -q '^[✓✗] ' "$log"; then
     # A suite run: one ✓/✗ line per scenario, then "Total: N passed, M failed" checks.
     p=$(grep -c '^✓' "$log"); f=$(grep -c '^✗' "$log")
     totals=$(grep -Eo 'Total: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
@@ -84,10 +84,13 @@ if [ -x "$bin/conformance-client" ]; then
   echo "== client scenarios"
   for suite in 16 20; do
     s=$([ $suite = 16 ] && echo "$suite16" || echo "$suite20")
-    for scenario in $("$node" "$s" list --client 2>/dev/null | sed -n 's/^  - \([^ ]*\).*/\1/p' | grep -v '^auth/'); do
+    for scenario in $("$node" "$s" list --client 2>/dev/null | sed -n 's/^  - \([^ ]*\).*/\1/p'); do
       run "client-0.$([ $suite = 16 ] && echo 1.16 || echo 2.0)-$scenario" "$s" client --command "$bin/conformance-client" --scenario "$scenario"
     done
   done
+  # The frozen sets a revision requires, as the suite scores them (in parallel).
+  run client-0.2.0-req-2025-11-25 "$suite20" client --command "$bin/conformance-client" --requirements 2025-11-25
+  run client-0.2.0-req-2026-07-28 "$suite20" client --command "$bin/conformance-client" --requirements 2026-07-28
 else
   echo "== client scenarios: skipped (no conformance-client binary yet)"
 fi

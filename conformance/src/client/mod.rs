@@ -5,6 +5,7 @@
 //! schema defaults, skill verification) is the library's doing, not this module's.
 
 mod arguments;
+mod auth;
 mod handler;
 
 use std::time::Duration;
@@ -79,12 +80,16 @@ fn because(what: &str) -> impl FnOnce(Error) -> Failure + '_ {
 /// roots declared, and answered by [`ConformanceHandler`].
 async fn connect(s: &Scenario) -> Result<Client, Failure> {
     let caps = ClientCapabilities::new().with_sampling(false).with_elicitation(true, false).with_roots(true);
+    let mut transport = HttpClientTransport::new(s.url.clone());
+    if let Some(oauth) = auth::client_for(&s.name, &s.context)? {
+        transport = transport.auth(oauth);
+    }
     Client::builder(Implementation::new("portico-conformance-client", env!("CARGO_PKG_VERSION")))
         .capabilities(caps)
         .handler(ConformanceHandler)
         .era(s.era())
         .request_timeout(REQUEST_TIMEOUT)
-        .connect(HttpClientTransport::new(s.url.clone()))
+        .connect(transport)
         .await
         .map_err(because("connecting failed"))
 }

@@ -85,6 +85,7 @@
 //! | `http-server` | no | `transport::http::server`: Streamable HTTP (both eras) and legacy HTTP+SSE, as an axum router or `serve(addr)` |
 //! | `http-client` | no | `transport::http::client`: Streamable HTTP client (both eras), resumption, legacy HTTP+SSE fallback |
 //! | `validate` | no | tool arguments validated against each tool's `inputSchema` (JSON Schema 2020-12, no remote `$ref`) before typed decoding |
+//! | `auth-client` | no | `auth`: the OAuth 2.1 client side of MCP authorization for the HTTP client |
 //! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
 //! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
 //! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
@@ -134,6 +135,8 @@ pub mod middleware;
 pub use http;
 
 pub use error::{Error, ErrorKind, Result};
+#[cfg(feature = "auth-client")]
+pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
 #[cfg(feature = "server")]

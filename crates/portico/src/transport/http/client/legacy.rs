@@ -20,7 +20,7 @@ pub(super) async fn fall_back(shared: &Arc<Shared>, init: &Bytes, answer: &mut A
     let failed = |why: String| {
         format!("initialize failed: the server refused it with HTTP {refused}, and the legacy HTTP+SSE transport {why}")
     };
-    let resp = match shared.get(None, false).send().await {
+    let resp = match shared.send(shared.get(None, false)).await {
         Ok(r) => r,
         Err(e) => return fail(shared, answer, failed(format!("could not be reached: {e}")), refused).await,
     };
@@ -93,7 +93,7 @@ async fn read_stream(shared: &Shared, mut events: Events, mut cursor: Cursor) {
 
 /// POSTs one message to the legacy endpoint.
 async fn send(shared: &Shared, endpoint: &Url, frame: Bytes) -> Result<(), String> {
-    let resp = shared.post(endpoint, frame, None, false).send().await.map_err(|e| e.to_string())?;
+    let resp = shared.send(shared.post(endpoint, frame, None, false)).await.map_err(|e| e.to_string())?;
     let status = resp.status();
     drain(resp).await;
     if status.is_success() { Ok(()) } else { Err(format!("the server refused it with HTTP {status}")) }

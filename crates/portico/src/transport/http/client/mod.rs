@@ -34,11 +34,16 @@
 //! - **Legacy HTTP+SSE**: when `initialize` is refused with 400, 404 or 405 and no JSON-RPC
 //!   error, the URL is opened as an SSE stream; if its first event is `endpoint`, every message
 //!   is posted there and answers arrive on the stream.
+//! - **Authorization** (feature `auth-client`): with `HttpClientTransport::auth`, every HTTP
+//!   request carries the OAuth client's token, and a `401` or a `403 insufficient_scope` runs
+//!   the flow of `portico::auth` before the request is sent again (a bounded number of times).
 //!
 //! HTTP failures never leave a call hanging: a request whose HTTP exchange fails is answered
 //! with a JSON-RPC error naming the cause (the HTTP status is in `data.httpStatus`). Request
 //! timeouts are the client's (`ClientBuilder::request_timeout`), not the transport's.
 
+#[cfg(feature = "auth-client")]
+mod authorized;
 mod frame;
 mod legacy;
 mod mirror;
@@ -113,6 +118,8 @@ pub struct HttpClientTransport {
     max_message: usize,
     read_ahead: usize,
     status: Arc<Status>,
+    #[cfg(feature = "auth-client")]
+    auth: Option<crate::auth::OAuthClient>,
 }
 
 impl std::fmt::Debug for HttpClientTransport {
@@ -135,7 +142,18 @@ impl HttpClientTransport {
             max_message: DEFAULT_MAX_MESSAGE_SIZE,
             read_ahead: DEFAULT_READ_AHEAD,
             status: Arc::new(Status::default()),
+            #[cfg(feature = "auth-client")]
+            auth: None,
         }
+    }
+
+    /// Authorizes every request with `client` (feature `auth-client`): `Authorization:
+    /// Bearer` on each HTTP request, the OAuth flow on `401`, step-up on `403
+    /// insufficient_scope`, then the request once more. See [`crate::auth`].
+    #[cfg(feature = "auth-client")]
+    pub fn auth(mut self, client: crate::auth::OAuthClient) -> Self {
+        self.auth = Some(client);
+        self
     }
 
     /// A header sent on every HTTP request (an API key, a tenant…). Protocol headers
@@ -206,7 +224,14 @@ impl HttpClientTransport {
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
         };
-        Ok(Arc::new(Shared::new(http, url, self.headers, self.reconnect, self.max_message, inbound, ends, self.status)))
+        #[allow(unused_mut)]
+        let mut shared =
+            Shared::new(http, url, self.headers, self.reconnect, self.max_message, inbound, ends, self.status);
+        #[cfg(feature = "auth-client")]
+        {
+            shared.auth = self.auth;
+        }
+        Ok(Arc::new(shared))
     }
 }
 

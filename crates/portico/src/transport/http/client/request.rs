@@ -109,8 +109,14 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
     loop {
         let with_session = req.stateless.is_none() && req.method != methods::INITIALIZE;
         let sid = if with_session { shared.session_id() } else { None };
-        let resp = match shared.post(&shared.url, frame.clone(), Some(req), with_session).send().await {
+        let resp = match shared.send(shared.post(&shared.url, frame.clone(), Some(req), with_session)).await {
             Ok(r) => r,
+            Err(e @ shared::SendError::Auth(_)) => {
+                // Not authorized: the answer says why, with `data.httpStatus` 401.
+                let msg = format!("{} failed: {e}", req.method);
+                let f = frame::error_response(&answer.id, ErrorCode::INTERNAL_ERROR, msg, Some(401));
+                return answer.fail(shared, f).await;
+            }
             Err(e) => {
                 let msg = format!("{} failed: cannot reach the MCP server at {}: {e}", req.method, shared.url);
                 return answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
@@ -267,7 +273,7 @@ async fn read_stream(shared: &Shared, resp: reqwest::Response, answer: &mut Answ
         }
         tokio::time::sleep(cursor.retry.unwrap_or_else(|| shared.policy.delay(attempts))).await;
         debug!(id = %answer.id, last_id, "resuming a response stream");
-        match shared.get(Some(&last_id), true).send().await {
+        match shared.send(shared.get(Some(&last_id), true)).await {
             Ok(r) if r.status().is_success() && is_event_stream(&r) => events = Events::new(r, shared.max_message),
             Ok(r) => {
                 let status = r.status();
@@ -321,7 +327,8 @@ async fn refetch_tools(shared: &Shared, frame: &[u8]) -> bool {
             name: None,
             arguments: None,
         };
-        let Ok(resp) = shared.post(&shared.url, Bytes::from(body.to_string()), Some(&req), false).send().await else {
+        let Ok(resp) = shared.send(shared.post(&shared.url, Bytes::from(body.to_string()), Some(&req), false)).await
+        else {
             return false;
         };
         let mut answer = Answer::captured(id, methods::TOOLS_LIST);

@@ -50,7 +50,7 @@ pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<Or
 /// Posts one message that expects no answer.
 async fn post_one(shared: &Arc<Shared>, frame: Bytes, what: &Outgoing) {
     let sid = shared.session_id();
-    let resp = match shared.post(&shared.url, frame, None, true).send().await {
+    let resp = match shared.send(shared.post(&shared.url, frame, None, true)).await {
         Ok(r) => r,
         Err(e) => return warn!(error = %e, "posting a message failed"),
     };
@@ -132,7 +132,7 @@ async fn get_stream(shared: &Arc<Shared>, answered: oneshot::Sender<()>) {
     let mut opened = false;
     loop {
         let sid = shared.session_id();
-        let response = shared.get(cursor.last_id.as_deref(), true).send().await;
+        let response = shared.send(shared.get(cursor.last_id.as_deref(), true)).await;
         if let Some(a) = answered.take() {
             let _ = a.send(());
         }
@@ -197,8 +197,10 @@ pub(super) async fn renew(shared: &Arc<Shared>, expired: &str) -> Result<(), Str
     if let Some(old) = lock(&shared.get_stream).take() {
         old.cancel();
     }
-    let resp =
-        shared.post(&shared.url, init, None, false).send().await.map_err(|e| format!("initialize failed: {e}"))?;
+    let resp = shared
+        .send(shared.post(&shared.url, init, None, false))
+        .await
+        .map_err(|e| format!("initialize failed: {e}"))?;
     if !resp.status().is_success() {
         let status = resp.status();
         drain(resp).await;
@@ -212,8 +214,10 @@ pub(super) async fn renew(shared: &Arc<Shared>, expired: &str) -> Result<(), Str
         return Err("initialize was answered with an error".into());
     }
     let note = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let resp =
-        shared.post(&shared.url, note, None, true).send().await.map_err(|e| format!("initialized failed: {e}"))?;
+    let resp = shared
+        .send(shared.post(&shared.url, note, None, true))
+        .await
+        .map_err(|e| format!("initialized failed: {e}"))?;
     let status = resp.status();
     drain(resp).await;
     if !status.is_success() {
@@ -233,7 +237,7 @@ pub(super) async fn close(shared: &Arc<Shared>, grace: Duration) {
         return;
     }
     let h = shared.base_headers(true);
-    match tokio::time::timeout(grace, shared.http.delete(shared.url.clone()).headers(h).send()).await {
+    match tokio::time::timeout(grace, shared.send(shared.http.delete(shared.url.clone()).headers(h))).await {
         Ok(Ok(r)) => {
             debug!(session = sid, status = %r.status(), "session ended");
             drain(r).await;

@@ -85,6 +85,28 @@ pub(super) struct Shared {
     in_flight: Mutex<HashMap<RequestId, InFlight>>,
     /// Stops the current `GET` stream.
     pub get_stream: Mutex<Option<CancellationToken>>,
+    /// Authorizes every request (feature `auth-client`).
+    #[cfg(feature = "auth-client")]
+    pub auth: Option<crate::auth::OAuthClient>,
+}
+
+/// Why an HTTP exchange did not happen.
+#[derive(Debug)]
+pub(super) enum SendError {
+    /// The server could not be reached.
+    Http(reqwest::Error),
+    /// Authorization failed (feature `auth-client`).
+    #[cfg_attr(not(feature = "auth-client"), allow(dead_code))]
+    Auth(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SendError::Http(e) => e.fmt(f),
+            SendError::Auth(e) => write!(f, "authorization failed: {e}"),
+        }
+    }
 }
 
 impl Shared {
@@ -113,7 +135,19 @@ impl Shared {
             mirrors: Mutex::new(Mirrors::default()),
             in_flight: Mutex::new(HashMap::new()),
             get_stream: Mutex::new(None),
+            #[cfg(feature = "auth-client")]
+            auth: None,
         }
+    }
+
+    /// Sends one HTTP request; with an OAuth client, authorized (and authorized again on
+    /// `401` or `403 insufficient_scope`, then retried).
+    pub(super) async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
+        #[cfg(feature = "auth-client")]
+        if let Some(auth) = &self.auth {
+            return super::authorized::send(self, auth, rb).await;
+        }
+        rb.send().await.map_err(SendError::Http)
     }
 
     /// Hands a message to the reader (waits while the client is behind: backpressure).
