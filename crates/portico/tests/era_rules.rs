@@ -98,6 +98,34 @@ async fn stateless_requests_need_meta_a_known_version_and_capabilities() {
 }
 
 #[tokio::test]
+async fn each_stateless_request_is_judged_by_its_own_capabilities() {
+    // The server remembers the last capabilities it decoded; a request with other ones (or the
+    // same ones again, or malformed ones) must still be judged by what it carries.
+    let mut raw = Raw::new();
+    let elicit = json!({"elicitation": {"form": {}}});
+    let ask = |caps: Value| json!({"name": "ask", "arguments": {}, "_meta": meta(caps)});
+    for (caps, refused) in [(json!({}), true), (elicit.clone(), false), (json!({}), true), (elicit.clone(), false)] {
+        let r = raw.call("tools/call", ask(caps.clone())).await;
+        // Declared: the tool asks (an input-required result); undeclared: -32021.
+        assert_eq!(r.get("error").is_some(), refused, "{caps}: {r}");
+        if !refused {
+            assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+        }
+    }
+    let mut bad = meta(json!({}));
+    bad["io.modelcontextprotocol/clientCapabilities"] = json!("not an object");
+    assert_eq!(code(&raw.call("tools/list", json!({"_meta": bad})).await), -32602);
+    let mut bad = meta(json!({}));
+    bad["io.modelcontextprotocol/clientInfo"] = json!(42);
+    assert_eq!(code(&raw.call("tools/list", json!({"_meta": bad})).await), -32602);
+    // Another client info with the same capabilities is decoded, not mistaken for the last one.
+    let mut other = meta(elicit);
+    other["io.modelcontextprotocol/clientInfo"] = json!({"name": "second", "version": "2"});
+    let r = raw.call("tools/call", json!({"name": "ask", "arguments": {}, "_meta": other})).await;
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+}
+
+#[tokio::test]
 async fn stateless_results_carry_result_type_server_info_and_cache_hints() {
     let mut raw = Raw::new();
     for (method, params, cacheable) in [

@@ -11,9 +11,10 @@ use futures_util::future::BoxFuture;
 use portico_schema::{
     ALL_VERSIONS, CallToolResult, ClientCapabilities, CompleteRequestParams, CompletionReference, DiscoverResult,
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, META_SERVER_INFO,
-    META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProtocolVersion, RequestMeta, ResultEnvelope, ResultType,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, methods,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
+    META_SERVER_INFO, META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProgressToken, ProtocolVersion,
+    ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams,
+    methods,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,7 +35,10 @@ pub(crate) struct Era {
     pub version: ProtocolVersion,
     pub caps: Arc<ClientCapabilities>,
     pub info: Option<Arc<Implementation>>,
-    pub meta: Option<RequestMeta>,
+    /// `_meta.progressToken` of the request.
+    pub progress_token: Option<ProgressToken>,
+    /// `_meta` log level of a stateless request.
+    pub log_level: Option<LoggingLevel>,
 }
 
 /// Handshake-era state of a connection (set by `initialize`).
@@ -54,6 +58,17 @@ pub(crate) struct Session {
     subscriptions: Arc<Mutex<HashSet<String>>>,
     peer: OnceLock<Peer>,
     forwarding: AtomicBool,
+    /// The client's capabilities and info as last sent in a stateless request's `_meta`, raw and
+    /// decoded: a client sends the same ones with every request, so they are decoded once.
+    last_client: Mutex<Option<Arc<SeenClient>>>,
+}
+
+/// A client's stateless `_meta` identity, kept to recognize it on the next request.
+struct SeenClient {
+    caps_raw: Box<str>,
+    caps: Arc<ClientCapabilities>,
+    info_raw: Option<Box<str>>,
+    info: Option<Arc<Implementation>>,
 }
 
 /// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
@@ -84,9 +99,25 @@ struct ReadCall {
 
 /// Only the `_meta` of a request's params; everything else is skipped unparsed.
 #[derive(Deserialize)]
-struct MetaPeek {
-    #[serde(rename = "_meta", default)]
-    meta: Option<RequestMeta>,
+struct MetaPeek<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<PeekMeta<'a>>,
+}
+
+/// The members of `_meta` the era layer reads; capabilities and client info stay raw until
+/// they differ from the last ones seen.
+#[derive(Deserialize)]
+struct PeekMeta<'a> {
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<ProgressToken>,
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    protocol_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+    client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
+    client_info: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
+    log_level: Option<LoggingLevel>,
 }
 
 /// False only when `json` cannot contain a `_meta` member.
@@ -115,6 +146,7 @@ impl Session {
             subscriptions: Arc::new(Mutex::new(HashSet::new())),
             peer: OnceLock::new(),
             forwarding: AtomicBool::new(false),
+            last_client: Mutex::new(None),
         }
     }
 
@@ -157,9 +189,15 @@ impl Session {
             let _ = rx.wait_for(|busy| !busy).await;
         }
         let era = match peek.meta {
-            Some(meta) if meta.protocol_version.is_some() => modern_era(meta)?,
+            Some(meta) if meta.protocol_version.is_some() => self.modern_era(meta)?,
             other => match self.handshake.get() {
-                Some(h) => Era { version: h.version, caps: h.caps.clone(), info: Some(h.info.clone()), meta: other },
+                Some(h) => Era {
+                    version: h.version,
+                    caps: h.caps.clone(),
+                    info: Some(h.info.clone()),
+                    progress_token: other.and_then(|m| m.progress_token),
+                    log_level: None,
+                },
                 None if &*req.method == methods::PING => return encode(&EmptyResult::new()),
                 None => {
                     return Err(ErrorObject::invalid_params(format!(
@@ -171,6 +209,54 @@ impl Session {
             },
         };
         self.dispatch(req, era, peer).await
+    }
+
+    /// The era of a stateless request, from its `_meta`.
+    fn modern_era(&self, meta: PeekMeta<'_>) -> Result<Era, ErrorObject> {
+        let version = meta.protocol_version.as_deref().unwrap_or_default();
+        let v = match ProtocolVersion::parse(version) {
+            Some(v) if v.is_stateless() => v,
+            _ => return Err(ErrorObject::unsupported_protocol_version(version, supported_versions())),
+        };
+        let Some(caps_raw) = meta.client_capabilities else {
+            return Err(ErrorObject::invalid_params(format!(
+                "missing required _meta field {}",
+                portico_schema::META_CLIENT_CAPABILITIES
+            )));
+        };
+        let info_raw = meta.client_info.map(RawValue::get);
+        let last = lock(&self.last_client).clone();
+        let seen = match last {
+            Some(s) if *s.caps_raw == *caps_raw.get() && s.info_raw.as_deref() == info_raw => s,
+            _ => {
+                let invalid = |what: &str, e: serde_json::Error| {
+                    ErrorObject::invalid_params(format!("invalid params: _meta {what}: {e}"))
+                };
+                let caps: ClientCapabilities = serde_json::from_str(caps_raw.get())
+                    .map_err(|e| invalid(portico_schema::META_CLIENT_CAPABILITIES, e))?;
+                let info = match info_raw {
+                    Some(raw) => Some(Arc::new(
+                        serde_json::from_str::<Implementation>(raw).map_err(|e| invalid("clientInfo", e))?,
+                    )),
+                    None => None,
+                };
+                let s = Arc::new(SeenClient {
+                    caps_raw: caps_raw.get().into(),
+                    caps: Arc::new(caps),
+                    info_raw: info_raw.map(Into::into),
+                    info,
+                });
+                *lock(&self.last_client) = Some(s.clone());
+                s
+            }
+        };
+        Ok(Era {
+            version: v,
+            caps: seen.caps.clone(),
+            info: seen.info.clone(),
+            progress_token: meta.progress_token,
+            log_level: meta.log_level,
+        })
     }
 
     fn initialize(&self, params: Option<&RawValue>, peer: &Peer) -> Reply {
@@ -590,7 +676,6 @@ impl Session {
         input: Option<Arc<InputState>>,
         cancel: CancellationToken,
     ) -> RequestContext {
-        let meta = era.meta.as_ref();
         RequestContext::new(CtxInner {
             id: req.id.clone(),
             version: era.version,
@@ -598,9 +683,9 @@ impl Session {
             cancel,
             client_caps: era.caps.clone(),
             client_info: era.info.clone(),
-            progress_token: meta.and_then(|m| m.progress_token.clone()),
+            progress_token: era.progress_token.clone(),
             log: if era.version.is_stateless() {
-                LogGate::Request(meta.and_then(|m| m.log_level))
+                LogGate::Request(era.log_level)
             } else {
                 LogGate::Session(self.log_level.clone())
             },
@@ -695,21 +780,6 @@ fn supported_versions() -> Vec<String> {
 }
 
 /// Validates a stateless-era request's `_meta` (which carries a protocol version).
-fn modern_era(mut meta: RequestMeta) -> Result<Era, ErrorObject> {
-    let version = meta.protocol_version.as_deref().unwrap_or_default();
-    let v = match ProtocolVersion::parse(version) {
-        Some(v) if v.is_stateless() => v,
-        _ => return Err(ErrorObject::unsupported_protocol_version(version, supported_versions())),
-    };
-    let Some(caps) = meta.client_capabilities.take() else {
-        return Err(ErrorObject::invalid_params(format!(
-            "missing required _meta field {}",
-            portico_schema::META_CLIENT_CAPABILITIES
-        )));
-    };
-    let info = meta.client_info.take().map(Arc::new);
-    Ok(Era { version: v, caps: Arc::new(caps), info, meta: Some(meta) })
-}
 
 /// `{…}` → `{…,"_meta":{…serverInfo…}}`: `object` is a serialized JSON object without `_meta`.
 fn with_server_info(object: &[u8], info_meta: &[u8]) -> Bytes {
