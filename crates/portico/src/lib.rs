@@ -82,6 +82,7 @@
 //! | `http-server` | no | `transport::http::server`: Streamable HTTP (both eras) and legacy HTTP+SSE, as an axum router or `serve(addr)` |
 //! | `http-client` | no | `transport::http::client`: Streamable HTTP client (both eras), resumption, legacy HTTP+SSE fallback |
 //! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
+//! | `auth-server` | no | `auth::server`: OAuth 2.1 bearer tokens checked in front of the HTTP endpoint (JWT + JWKS or introspection), protected-resource metadata, `AuthInfo` for handlers |
 //! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
 //! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
 #![cfg_attr(
@@ -122,6 +123,9 @@ mod error;
 #[cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code, unused_imports))]
 mod rpc;
 pub mod transport;
+
+#[cfg(feature = "auth-server")]
+pub mod auth;
 
 pub mod middleware;
 /// The `http` crate, whose [`Extensions`](http::Extensions) carry per-request data to handlers.

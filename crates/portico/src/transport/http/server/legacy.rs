@@ -98,7 +98,9 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
         return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown session"));
     };
     let limit = shared.config.max_body;
-    let body = match http_body_util::Limited::new(req.into_body(), limit).collect().await {
+    #[cfg_attr(not(feature = "auth-server"), allow(unused_variables))]
+    let (parts, body) = req.into_parts();
+    let body = match http_body_util::Limited::new(body, limit).collect().await {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return error_response(
@@ -116,6 +118,14 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
         }
     };
     let frame: Bytes = body;
+    #[cfg(feature = "auth-server")]
+    if let Ok(crate::rpc::envelope::Incoming::Request { method, params, .. }) =
+        crate::rpc::envelope::decode_one(std::str::from_utf8(&frame).unwrap_or(""))
+    {
+        if let Some(refused) = super::post::scope_refusal(&parts.extensions, &method, params) {
+            return refused;
+        }
+    }
     // Waiting for room here is the backpressure on a client that sends faster than it reads.
     if writer.lock().await.write_frame(&frame).await.is_err() {
         return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("the session has ended"));

@@ -78,6 +78,18 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     }
 }
 
+/// The 403 refusing a request whose token lacks the scopes its method or tool needs (feature
+/// `auth-server`; the bearer layer leaves the rules in the extensions).
+pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option<&RawValue>) -> Option<Response> {
+    #[cfg(feature = "auth-server")]
+    return crate::auth::server::scope_refusal(ext, method, params);
+    #[cfg(not(feature = "auth-server"))]
+    {
+        let _ = (ext, method, params);
+        None
+    }
+}
+
 /// The stateless-era facts of a request's `_meta`.
 struct ModernMeta {
     version: String,
@@ -124,6 +136,9 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions,
     let session = sid.and_then(|id| shared.sessions.get(id));
     match msg {
         Incoming::Request { id, method, params } => {
+            if let Some(refused) = scope_refusal(&ext, &method, params) {
+                return refused;
+            }
             let meta = match peek_meta(params) {
                 Ok(m) => m,
                 // Whatever is wrong with it, a handshake request's `_meta` is for initialize
@@ -596,6 +611,15 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
             None,
             &ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision"),
         );
+    }
+    // Scopes first: a batch runs whole or is refused whole.
+    #[cfg(feature = "auth-server")]
+    for raw in &items {
+        if let Ok(Incoming::Request { method, params, .. }) = envelope::decode_one(raw.get()) {
+            if let Some(refused) = scope_refusal(&ext, &method, params) {
+                return refused;
+            }
+        }
     }
     let mut replies = Vec::new();
     let mut requests = Vec::new();
