@@ -75,10 +75,20 @@ impl Provider {
             .arg(module)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn node");
+        // Its log, less the notice that it keeps tokens in memory (what a test wants).
+        let stderr = child.stderr.take().expect("stderr");
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(l)) = lines.next_line().await {
+                if !l.contains("development-only in-memory adapter") {
+                    eprintln!("oidc-provider: {l}");
+                }
+            }
+        });
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
         tokio::time::timeout(Duration::from_secs(30), BufReader::new(stdout).read_line(&mut line))
@@ -345,7 +355,7 @@ async fn missing_scopes_are_403_insufficient_scope_with_the_scopes_needed() {
 }
 
 #[tokio::test]
-async fn per_method_scopes_apply_in_the_handshake_era_too() {
+async fn handshake_sessions_get_per_method_scopes_and_belong_to_their_principal() {
     let Some((node, module)) = installed() else { return };
     let p = Provider::start(&node, &module).await;
     let mcp = serve(|url| {
@@ -353,8 +363,9 @@ async fn per_method_scopes_apply_in_the_handshake_era_too() {
     })
     .await;
     let reader = p.token("mcp-client", READ, &mcp.url).await;
-    let post = |body: Value, session: Option<String>| {
-        let (url, token) = (mcp.url.clone(), reader.clone());
+    let someone_else = p.token("rs256-client", READ, &mcp.url).await;
+    let post_as = |body: Value, session: Option<String>, token: String| {
+        let url = mcp.url.clone();
         async move {
             let mut r = reqwest::Client::new()
                 .post(url)
@@ -368,6 +379,7 @@ async fn per_method_scopes_apply_in_the_handshake_era_too() {
             r.send().await.expect("post")
         }
     };
+    let post = |body: Value, session: Option<String>| post_as(body, session, reader.clone());
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
     let r = post(init, None).await;
@@ -379,10 +391,22 @@ async fn per_method_scopes_apply_in_the_handshake_era_too() {
     assert!(c.contains("insufficient_scope") && c.contains(ADMIN), "{c}");
     let call =
         json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "whoami", "arguments": {}}});
-    let r = post(call, Some(session)).await;
+    let r = post(call.clone(), Some(session.clone())).await;
     assert_eq!(r.status().as_u16(), 200);
     let text = r.text().await.expect("body");
     assert!(text.contains(r#"\"subject\":\"mcp-client\""#), "{text}");
+    // Another principal with a valid token cannot use (or end) this session: it is unknown to them.
+    let r = post_as(call.clone(), Some(session.clone()), someone_else.clone()).await;
+    assert_eq!(r.status().as_u16(), 404);
+    let r = reqwest::Client::new()
+        .delete(&mcp.url)
+        .bearer_auth(&someone_else)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(post(call, Some(session)).await.status().as_u16(), 200, "still there for its owner");
 }
 
 #[tokio::test]

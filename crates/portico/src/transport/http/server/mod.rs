@@ -350,10 +350,22 @@ async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     }
     match *req.method() {
         Method::POST => post::post(shared, req).await,
-        Method::GET => get(shared, req.headers()).await,
-        Method::DELETE => delete(&shared, req.headers()),
+        Method::GET => get(shared, req.headers(), principal(req.extensions())).await,
+        Method::DELETE => delete(&shared, req.headers(), principal(req.extensions())),
         _ => method_not_allowed(),
     }
+}
+
+/// Who the request was authorized for (`issuer`, `subject`, `client_id` of the
+/// [`AuthInfo`](crate::auth::server::AuthInfo) the bearer layer inserted), to bind sessions to.
+fn principal(ext: &http::Extensions) -> Option<Arc<str>> {
+    #[cfg(feature = "auth-server")]
+    if let Some(a) = ext.get::<crate::auth::server::AuthInfo>() {
+        let part = |p: Option<&str>| p.unwrap_or("").replace('\n', " ");
+        return Some(format!("{}\n{}\n{}", part(a.issuer()), part(a.subject()), part(a.client_id())).into());
+    }
+    let _ = ext;
+    None
 }
 
 fn method_not_allowed() -> Response {
@@ -366,7 +378,7 @@ fn session_header(headers: &HeaderMap) -> Option<&str> {
 
 /// `GET`: the session's stream of server-initiated messages, or the resumption of any of its
 /// streams with `Last-Event-ID`.
-async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
+async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
     let Some(id) = session_header(headers) else {
         // Stateless clients have no GET stream.
         return method_not_allowed();
@@ -378,7 +390,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
             &ErrorObject::invalid_request("GET needs Accept: text/event-stream"),
         );
     }
-    let Some(session) = shared.sessions.get(id) else {
+    let Some(session) = shared.sessions.get(id, caller.as_deref()) else {
         return error_response(
             StatusCode::NOT_FOUND,
             None,
@@ -415,11 +427,11 @@ fn parse_event_id(s: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }
 
-fn delete(shared: &Shared, headers: &HeaderMap) -> Response {
+fn delete(shared: &Shared, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
     let Some(id) = session_header(headers) else {
         return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing Mcp-Session-Id"));
     };
-    if shared.sessions.remove(id) {
+    if shared.sessions.get(id, caller.as_deref()).is_some() && shared.sessions.remove(id) {
         StatusCode::NO_CONTENT.into_response()
     } else {
         error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown or expired session"))

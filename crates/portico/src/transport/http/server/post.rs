@@ -133,7 +133,8 @@ fn accepted() -> Response {
 
 async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, msg: Incoming<'_>) -> Response {
     let sid = session_header(headers);
-    let session = sid.and_then(|id| shared.sessions.get(id));
+    let owner = super::principal(&ext);
+    let session = sid.and_then(|id| shared.sessions.get(id, owner.as_deref()));
     match msg {
         Incoming::Request { id, method, params } => {
             if let Some(refused) = scope_refusal(&ext, &method, params) {
@@ -208,7 +209,7 @@ async fn initialize(
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(shared.config.stream_buffer);
     let peer = Peer::new(tx);
     service.attach(peer.clone());
-    let session = match shared.sessions.create(service, peer) {
+    let session = match shared.sessions.create(service, peer, super::principal(&ext)) {
         Ok(s) => s,
         Err(Full) => {
             return error_response(
@@ -598,7 +599,8 @@ fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
 async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, items: Vec<&RawValue>) -> Response {
-    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id)) else {
+    let owner = super::principal(&ext);
+    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id, owner.as_deref())) else {
         return error_response(
             StatusCode::BAD_REQUEST,
             None,
