@@ -186,7 +186,12 @@ fn builder(url: &str, issuer: &str) -> ResourceServerBuilder {
 }
 
 fn jwt(issuer: &str) -> JwtValidator {
-    JwtValidator::builder(issuer).algorithms(["ES256", "RS256"]).leeway(Duration::from_secs(1)).build().expect("jwt")
+    JwtValidator::builder(issuer)
+        .algorithms(["ES256", "RS256"])
+        .leeway(Duration::from_secs(1))
+        .require_typ("at+jwt")
+        .build()
+        .expect("jwt")
 }
 
 /// A stateless-era `tools/call` of `tool` with `token` (if any): status, `WWW-Authenticate`

@@ -36,6 +36,7 @@ struct Inner {
     keys: KeyCache,
     allowed: Vec<Algorithm>,
     leeway: Duration,
+    typ: Option<String>,
 }
 
 /// Configures a [`JwtValidator`].
@@ -48,6 +49,7 @@ pub struct JwtValidatorBuilder {
     ttl: Duration,
     min_refetch: Duration,
     timeout: Duration,
+    typ: Option<String>,
 }
 
 /// Asymmetric algorithms only: a symmetric `alg` with a public key is the classic JWT
@@ -75,6 +77,7 @@ impl JwtValidator {
             ttl: Duration::from_secs(10 * 60),
             min_refetch: Duration::from_secs(30),
             timeout: Duration::from_secs(10),
+            typ: None,
         }
     }
 
@@ -84,6 +87,13 @@ impl JwtValidator {
             jsonwebtoken::decode_header(token).map_err(|e| AuthError::invalid_token(format!("not a JWT: {e}")))?;
         if !i.allowed.contains(&header.alg) {
             return Err(AuthError::invalid_token(format!("algorithm {:?} is not accepted", header.alg)));
+        }
+        if let Some(want) = &i.typ {
+            let typ = header.typ.as_deref().unwrap_or("");
+            let typ = typ.strip_prefix("application/").unwrap_or(typ);
+            if !typ.eq_ignore_ascii_case(want) {
+                return Err(AuthError::invalid_token(format!("the token's type is {typ:?}, not {want:?}")));
+            }
         }
         let key = i.keys.key(header.kid.as_deref()).await?;
         if key.alg.is_some_and(|a| a != header.alg) {
@@ -126,6 +136,15 @@ impl JwtValidatorBuilder {
     /// `RS256`/`384`/`512`, `PS256`/`384`/`512`, `ES256`, `ES384`, `EdDSA`.
     pub fn algorithms(mut self, algs: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.algorithms = algs.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Requires the JOSE header's `typ` (e.g. `"at+jwt"`, RFC 9068 §4, which keeps ID tokens
+    /// and other JWTs of the same issuer from being used as access tokens; compared without
+    /// case and without an `application/` prefix). Off by default: many providers still
+    /// issue access tokens typed `JWT` (their audience check refuses ID tokens anyway).
+    pub fn require_typ(mut self, typ: impl Into<String>) -> Self {
+        self.typ = Some(typ.into());
         self
     }
 
@@ -177,6 +196,48 @@ impl JwtValidatorBuilder {
         };
         let client = fetch::client(self.timeout)?;
         let keys = KeyCache::new(source, client, self.ttl, self.min_refetch, allowed.clone());
-        Ok(JwtValidator { inner: Arc::new(Inner { issuer: self.issuer, keys, allowed, leeway: self.leeway }) })
+        Ok(JwtValidator {
+            inner: Arc::new(Inner { issuer: self.issuer, keys, allowed, leeway: self.leeway, typ: self.typ }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configuration_mistakes_are_refused() {
+        let ok = JwtValidator::builder("https://as.example").algorithms(["ES256", "RS256", "EdDSA"]).build();
+        assert!(ok.is_ok());
+        for (issuer, algs) in [
+            ("https://as.example", vec!["HS256"]),
+            ("https://as.example", vec!["none"]),
+            ("https://as.example", vec![]),
+            ("http://as.example", vec!["RS256"]),
+        ] {
+            let r = JwtValidator::builder(issuer).algorithms(algs.clone()).build();
+            assert!(r.is_err(), "{issuer} {algs:?}");
+        }
+        assert!(JwtValidator::builder("https://as.example").jwks_uri("http://keys.example/jwks").build().is_err());
+    }
+
+    #[tokio::test]
+    async fn a_token_of_the_wrong_type_or_algorithm_is_refused_before_any_fetch() {
+        // The JWKS URL is unreachable: reaching it would be `unavailable`, not `invalid_token`.
+        let v = JwtValidator::builder("https://as.example")
+            .jwks_uri("https://127.0.0.1:1/jwks")
+            .require_typ("at+jwt")
+            .build()
+            .expect("validator");
+        let b64 = |s: &str| {
+            use base64::Engine;
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
+        };
+        for header in [r#"{"alg":"ES256","typ":"JWT"}"#, r#"{"alg":"HS256","typ":"at+jwt"}"#, r#"{"alg":"none"}"#] {
+            let token = format!("{}.{}.c2ln", b64(header), b64(r#"{"iss":"https://as.example"}"#));
+            let e = v.validate(&token).await.expect_err(header);
+            assert!(e.is_invalid_token(), "{header}: {e}");
+        }
     }
 }
