@@ -282,9 +282,17 @@ async fn no_token_is_401_with_the_metadata_url_and_scopes() {
     assert!(status == 401 && !c.contains("error="), "{status} {c}");
     let (status, c) = send(&["Bearer a", "Bearer b"]).await;
     assert!(status == 400 && c.contains("error=\"invalid_request\""), "{status} {c}");
-    // A GET (the handshake era's stream) is checked too.
-    let r = reqwest::Client::new().get(&mcp.url).header("accept", "text/event-stream").send().await.expect("get");
-    assert_eq!(r.status().as_u16(), 401);
+    // A GET (the handshake era's stream) and the legacy HTTP+SSE paths are checked too.
+    for (method, path) in [("GET", "/mcp"), ("DELETE", "/mcp"), ("GET", "/sse"), ("POST", "/messages?sessionId=x")] {
+        let url = mcp.url.replace("/mcp", path);
+        let r = reqwest::Client::new()
+            .request(method.parse().expect("method"), &url)
+            .header("accept", "text/event-stream")
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), 401, "{method} {path}");
+    }
 }
 
 #[tokio::test]
