@@ -612,3 +612,68 @@ async fn jwks_rotation_refetches_on_an_unknown_kid_at_a_bounded_rate() {
             .expect("hs");
     assert_eq!(call(&mcp.url, Some(&hs), "whoami").await.0, 401);
 }
+
+/// Accepts `good` (all scopes) and `reader` (read only), for this server's URL.
+struct Static(String);
+
+impl TokenValidator for Static {
+    fn validate<'a>(&'a self, token: &'a str) -> portico::auth::server::ValidateFuture<'a> {
+        Box::pin(async move {
+            let scopes: &[&str] = match token {
+                "good" => &[READ, ADMIN],
+                "reader" => &[READ],
+                "down" => return Err(portico::auth::server::AuthError::unavailable("the issuer is down")),
+                _ => return Err(portico::auth::server::AuthError::invalid_token("unknown token")),
+            };
+            Ok(AuthInfo::new().with_subject("static-user").with_scopes(scopes.iter().copied()).with_audience([&self.0]))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://127.0.0.1:{}", listener.local_addr().expect("addr").port());
+    let url = format!("{base}/mcp");
+    let auth = resource_server(&url, "https://issuer.test", Static(url.clone()));
+    // What reaches the endpoint behind the layer: the Authorization header must not.
+    let leaked = Arc::new(AtomicUsize::new(0));
+    let seen = leaked.clone();
+    let endpoint = StreamableHttp::new(mcp_server()).build();
+    let app = axum::Router::new()
+        .merge(
+            endpoint
+                .router("/mcp")
+                .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
+                    let seen = seen.clone();
+                    async move {
+                        if req.headers().contains_key("authorization") {
+                            seen.fetch_add(1, Ordering::SeqCst);
+                        }
+                        next.run(req).await
+                    }
+                }))
+                .layer(auth.layer()),
+        )
+        .merge(auth.metadata_router())
+        .route("/health", axum::routing::get(|| async { "ok" }));
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+
+    assert_eq!(reqwest::get(format!("{base}/health")).await.expect("health").status().as_u16(), 200, "unprotected");
+    let meta: Value = reqwest::get(auth.metadata_url()).await.expect("metadata").json().await.expect("json");
+    assert_eq!(meta["resource"], url);
+    assert_eq!(auth.metadata(), meta);
+
+    let (status, _, body) = call(&url, Some("good"), "whoami").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(whoami(&body)["subject"], "static-user");
+    assert_eq!(call(&url, Some("good"), "admin_reset").await.0, 200);
+    assert_eq!(call(&url, Some("reader"), "admin_reset").await.0, 403);
+    assert_eq!(call(&url, Some("bogus"), "whoami").await.0, 401);
+    let (status, challenge, _) = call(&url, Some("down"), "whoami").await;
+    assert_eq!((status, challenge.as_str()), (503, ""), "cannot check now: no challenge, retry later");
+    assert_eq!(leaked.load(Ordering::SeqCst), 0, "the token never got past the layer");
+    task.abort();
+}
