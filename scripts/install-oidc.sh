@@ -10,4 +10,4 @@ if [ ! -f "$dir/node_modules/oidc-provider/lib/index.js" ] || [ ! -x "$dir/node_
   npm install --prefix "$dir" --no-audit --no-fund --silent \
     oidc-provider@9.13.3 node@22.23.3
 fi
-echo "oidc-provider: $(node -p "require('./$dir/node_modules/oidc-provider/package.json').version") on node $("$dir/node_modules/.bin/node" --version)"
+echo "oidc-provider: $("$dir/node_modules/.bin/node" -p "require('./$dir/node_modules/oidc-provider/package.json').version") on node $("$dir/node_modules/.bin/node" --version)"
