@@ -622,6 +622,7 @@ impl TokenValidator for Static {
             let scopes: &[&str] = match token {
                 "good" => &[READ, ADMIN],
                 "reader" => &[READ],
+                "owner" => &["mcp:owner"],
                 "down" => return Err(portico::auth::server::AuthError::unavailable("the issuer is down")),
                 _ => return Err(portico::auth::server::AuthError::invalid_token("unknown token")),
             };
@@ -635,7 +636,13 @@ async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://127.0.0.1:{}", listener.local_addr().expect("addr").port());
     let url = format!("{base}/mcp");
-    let auth = resource_server(&url, "https://issuer.test", Static(url.clone()));
+    // A scope hierarchy: owner ⊃ admin ⊃ read.
+    let auth = builder(&url, "https://issuer.test")
+        .scope_implies("mcp:owner", [ADMIN])
+        .scope_implies(ADMIN, [READ])
+        .validator(Static(url.clone()))
+        .build()
+        .expect("resource server");
     // What reaches the endpoint behind the layer: the Authorization header must not.
     let leaked = Arc::new(AtomicUsize::new(0));
     let seen = leaked.clone();
@@ -671,6 +678,10 @@ async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
     assert_eq!(whoami(&body)["subject"], "static-user");
     assert_eq!(call(&url, Some("good"), "admin_reset").await.0, 200);
     assert_eq!(call(&url, Some("reader"), "admin_reset").await.0, 403);
+    let (status, _, body) = call(&url, Some("owner"), "whoami").await;
+    assert_eq!(status, 200, "owner implies read");
+    assert_eq!(whoami(&body)["scopes"], json!([ADMIN, "mcp:owner", READ]), "handlers see implied scopes");
+    assert_eq!(call(&url, Some("owner"), "admin_reset").await.0, 200, "and admin");
     assert_eq!(call(&url, Some("bogus"), "whoami").await.0, 401);
     let (status, challenge, _) = call(&url, Some("down"), "whoami").await;
     assert_eq!((status, challenge.as_str()), (503, ""), "cannot check now: no challenge, retry later");

@@ -127,6 +127,7 @@ struct Inner {
     required: Vec<String>,
     policy: ScopePolicy,
     validator: Arc<dyn TokenValidator>,
+    implies: Vec<(String, Vec<String>)>,
 }
 
 /// Configures a [`ResourceServer`].
@@ -140,6 +141,7 @@ pub struct ResourceServerBuilder {
     audiences: Vec<String>,
     resource_name: Option<String>,
     validator: Option<Arc<dyn TokenValidator>>,
+    implies: Vec<(String, Vec<String>)>,
 }
 
 impl ResourceServer {
@@ -155,6 +157,7 @@ impl ResourceServer {
             audiences: Vec::new(),
             resource_name: None,
             validator: None,
+            implies: Vec::new(),
         }
     }
 
@@ -195,6 +198,7 @@ impl ResourceServer {
     pub async fn authorize(&self, headers: &HeaderMap) -> Result<AuthInfo, AuthError> {
         let token = layer::bearer_token(headers)?;
         let info = self.inner.validator.validate(token).await?;
+        let info = self.with_implied_scopes(info);
         if !info.audience().iter().any(|a| self.inner.audiences.contains(&canonical(a))) {
             return Err(AuthError::invalid_token(format!(
                 "the token is for another resource (aud {:?}), not {}",
@@ -212,6 +216,27 @@ impl ResourceServer {
     /// The HTTP answer refusing a request: 401, 403, 400 or 503 with `WWW-Authenticate`.
     pub fn refusal(&self, error: &AuthError) -> http::Response<axum::body::Body> {
         layer::refusal(self, error)
+    }
+
+    /// Adds the scopes the granted ones imply ([`scope_implies`](ResourceServerBuilder::scope_implies)).
+    fn with_implied_scopes(&self, info: AuthInfo) -> AuthInfo {
+        if self.inner.implies.is_empty() {
+            return info;
+        }
+        let mut scopes = info.scopes().clone();
+        // Each pass adds what the scopes so far imply; a chain is at most `implies.len()` long.
+        for _ in 0..self.inner.implies.len() {
+            let before = scopes.len();
+            for (scope, implied) in &self.inner.implies {
+                if scopes.contains(scope) {
+                    scopes.extend(implied.iter().cloned());
+                }
+            }
+            if scopes.len() == before {
+                break;
+            }
+        }
+        info.with_scopes(scopes)
     }
 
     /// The scopes a 403 asks for: what the request needs, plus what the token already has
@@ -281,6 +306,18 @@ impl ResourceServerBuilder {
         self
     }
 
+    /// A scope hierarchy: a token granted `scope` also has `implied` (e.g. `mcp:admin`
+    /// implies `mcp:read`). Chains are followed. The [`AuthInfo`] handlers see lists the
+    /// implied scopes too.
+    pub fn scope_implies(
+        mut self,
+        scope: impl Into<String>,
+        implied: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.implies.push((scope.into(), implied.into_iter().map(Into::into).collect()));
+        self
+    }
+
     /// Also accepts tokens whose audience is `audience` (e.g. the server's URI as a gateway
     /// in front of it publishes it). The resource URI is always accepted.
     pub fn accept_audience(mut self, audience: impl Into<String>) -> Self {
@@ -338,6 +375,7 @@ impl ResourceServerBuilder {
                 required: self.required,
                 policy: self.policy,
                 validator,
+                implies: self.implies,
             }),
         })
     }
