@@ -158,10 +158,12 @@ pub(crate) fn refusal(rs: &ResourceServer, e: &AuthError) -> Response<Body> {
         // InvalidToken and anything newer.
         _ => (StatusCode::UNAUTHORIZED, Some("invalid_token"), Some(e.to_string())),
     };
-    let scopes: Vec<&str> = match e.kind() {
-        AuthErrorKind::InsufficientScope => e.needed_scopes().iter().map(String::as_str).collect(),
-        _ => rs.challenge_scopes().iter().map(String::as_str).collect(),
+    let scopes = match e.kind() {
+        AuthErrorKind::InsufficientScope => e.needed_scopes(),
+        _ => rs.challenge_scopes(),
     };
+    // Refresh tokens are the client's business: challenges do not ask for them (2026-07-28).
+    let scopes: Vec<&str> = scopes.iter().map(String::as_str).filter(|s| *s != "offline_access").collect();
     let mut challenge = String::from("Bearer ");
     let mut params = Vec::new();
     if let Some(error) = error {
@@ -225,6 +227,50 @@ mod tests {
             bearer_token(&headers(&["Bearer a", "Bearer b"])).map_err(|e| e.kind()),
             Err(AuthErrorKind::Malformed)
         );
+    }
+
+    struct Never;
+
+    impl super::super::TokenValidator for Never {
+        fn validate<'a>(&'a self, _: &'a str) -> super::super::ValidateFuture<'a> {
+            Box::pin(async { Err(AuthError::invalid_token("never")) })
+        }
+    }
+
+    fn challenge(e: &AuthError) -> (StatusCode, String) {
+        let rs = ResourceServer::builder("https://mcp.example.com/mcp")
+            .authorization_server("https://as.example")
+            .scopes_supported(["mcp", "offline_access"])
+            .validator(Never)
+            .build()
+            .expect("rs");
+        let r = refusal(&rs, e);
+        let c = r.headers().get(WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        (r.status(), c)
+    }
+
+    #[test]
+    fn challenges_follow_rfc_6750_and_9728() {
+        let meta = "resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"";
+        assert_eq!(
+            challenge(&AuthError::missing()),
+            (StatusCode::UNAUTHORIZED, format!("Bearer scope=\"mcp\", {meta}"))
+        );
+        assert_eq!(
+            challenge(&AuthError::invalid_token("bad \"one\"")),
+            (
+                StatusCode::UNAUTHORIZED,
+                format!("Bearer error=\"invalid_token\", error_description=\"bad one\", scope=\"mcp\", {meta}")
+            )
+        );
+        let (status, c) = challenge(&AuthError::insufficient_scope(["a", "offline_access"]));
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert!(
+            c.starts_with("Bearer error=\"insufficient_scope\"") && c.contains("scope=\"a\", ") && c.ends_with(&meta),
+            "{c}"
+        );
+        assert_eq!(challenge(&AuthError::malformed("x")).0, StatusCode::BAD_REQUEST);
+        assert_eq!(challenge(&AuthError::unavailable("x")), (StatusCode::SERVICE_UNAVAILABLE, String::new()));
     }
 
     #[test]
