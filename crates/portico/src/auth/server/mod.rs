@@ -75,7 +75,8 @@
 //!
 //! Over the legacy HTTP+SSE transport (2024-11-05) every request is checked the same way and
 //! the per-method scopes apply to POSTed messages, but handlers of such sessions do not see
-//! the [`AuthInfo`] (its messages reach the server outside any HTTP request).
+//! the [`AuthInfo`] (its messages reach the server outside any HTTP request), and its sessions
+//! are not bound to a principal.
 
 mod error;
 mod fetch;
