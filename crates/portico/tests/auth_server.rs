@@ -626,7 +626,7 @@ impl TokenValidator for Static {
                 "down" => return Err(portico::auth::server::AuthError::unavailable("the issuer is down")),
                 _ => return Err(portico::auth::server::AuthError::invalid_token("unknown token")),
             };
-            Ok(AuthInfo::new().with_subject("static-user").with_scopes(scopes.iter().copied()).with_audience([&self.0]))
+            Ok(AuthInfo::new().with_subject(token).with_scopes(scopes.iter().copied()).with_audience([&self.0]))
         })
     }
 }
@@ -675,7 +675,7 @@ async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
 
     let (status, _, body) = call(&url, Some("good"), "whoami").await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(whoami(&body)["subject"], "static-user");
+    assert_eq!(whoami(&body)["subject"], "good");
     assert_eq!(call(&url, Some("good"), "admin_reset").await.0, 200);
     assert_eq!(call(&url, Some("reader"), "admin_reset").await.0, 403);
     let (status, _, body) = call(&url, Some("owner"), "whoami").await;
@@ -686,5 +686,31 @@ async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
     let (status, challenge, _) = call(&url, Some("down"), "whoami").await;
     assert_eq!((status, challenge.as_str()), (503, ""), "cannot check now: no challenge, retry later");
     assert_eq!(leaked.load(Ordering::SeqCst), 0, "the token never got past the layer");
+
+    // Legacy HTTP+SSE sessions belong to their principal too.
+    let mut sse = reqwest::Client::new()
+        .get(format!("{base}/sse"))
+        .bearer_auth("good")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("sse");
+    assert_eq!(sse.status().as_u16(), 200);
+    let mut events = String::new();
+    while !events.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), sse.chunk()).await.expect("in time").expect("chunk");
+        events.push_str(&String::from_utf8_lossy(&chunk.expect("the endpoint event")));
+    }
+    let path = events.lines().find_map(|l| l.strip_prefix("data:")).expect("endpoint").trim().to_string();
+    let post = |token: &'static str| {
+        reqwest::Client::new()
+            .post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#)
+            .send()
+    };
+    assert_eq!(post("owner").await.expect("post").status().as_u16(), 404, "someone else's session");
+    assert_eq!(post("good").await.expect("post").status().as_u16(), 202, "its owner's");
     task.abort();
 }

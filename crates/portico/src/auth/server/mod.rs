@@ -69,14 +69,15 @@
 //! # let _ = app; }
 //! ```
 //!
-//! Handshake-era sessions belong to the principal (issuer, subject, client) whose token opened
-//! them: requests of anyone else naming the session are answered as for an unknown session
-//! (404), so a leaked session id is worth nothing without the owner's token.
+//! Sessions (handshake era, and legacy HTTP+SSE) belong to the principal (issuer, subject,
+//! client) whose token opened them: requests of anyone else naming the session are answered as
+//! for an unknown session (404), so a leaked session id is worth nothing without the owner's
+//! token.
 //!
 //! Over the legacy HTTP+SSE transport (2024-11-05) every request is checked the same way and
 //! the per-method scopes apply to POSTed messages, but handlers of such sessions do not see
-//! the [`AuthInfo`] (its messages reach the server outside any HTTP request), and its sessions
-//! are not bound to a principal.
+//! the [`AuthInfo`] (its messages reach the server outside any HTTP request). Its sessions
+//! are bound to their principal too.
 
 mod error;
 mod fetch;

@@ -22,10 +22,18 @@ use crate::rpc::lock;
 use crate::transport::memory::{self, MemoryWriter};
 use crate::transport::{FrameReader, FrameWriter, Transport};
 
-/// Live legacy sessions: their id and where POSTed messages go.
+/// Live legacy sessions: their id, who opened them (with `auth-server`), and where POSTed
+/// messages go.
 #[derive(Default)]
 pub(crate) struct LegacySessions {
-    inner: Mutex<HashMap<String, Arc<tokio::sync::Mutex<MemoryWriter>>>>,
+    inner: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    /// The principal that opened the session (with `auth-server`).
+    owner: Option<Arc<str>>,
+    /// Where POSTed messages are written, one at a time.
+    writer: Arc<tokio::sync::Mutex<MemoryWriter>>,
 }
 
 impl LegacySessions {
@@ -60,7 +68,8 @@ pub(crate) async fn open(State(shared): State<Arc<Shared>>, req: Request) -> Res
     let (ours, theirs) = memory::pair_with_capacity(shared.config.stream_buffer);
     shared.server.connect(theirs);
     let (mut reader, writer) = ours.split();
-    lock(&shared.legacy.inner).insert(id.clone(), Arc::new(tokio::sync::Mutex::new(writer)));
+    let owner = super::principal(req.extensions());
+    lock(&shared.legacy.inner).insert(id.clone(), Entry { owner, writer: Arc::new(tokio::sync::Mutex::new(writer)) });
 
     let (tx, rx) = tokio::sync::mpsc::channel(shared.config.stream_buffer);
     let endpoint = format!("{}?sessionId={id}", legacy.post_path);
@@ -94,7 +103,13 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
     let Some(id) = session_id else {
         return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing sessionId"));
     };
-    let Some(writer) = lock(&shared.legacy.inner).get(&id).cloned() else {
+    // A session opened by an authorized principal is unknown to anyone else.
+    let caller = super::principal(req.extensions());
+    let writer = lock(&shared.legacy.inner)
+        .get(&id)
+        .filter(|e| e.owner.is_none() || e.owner == caller)
+        .map(|e| e.writer.clone());
+    let Some(writer) = writer else {
         return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown session"));
     };
     let limit = shared.config.max_body;
