@@ -9,3 +9,5 @@ if [ ! -x "$dir/node_modules/.bin/mcp-server-everything" ]; then
     @modelcontextprotocol/server-everything@2026.8.31
 fi
 echo "server-everything: $("$dir/node_modules/.bin/mcp-server-everything" --version 2>/dev/null || echo installed)"
+# The OpenID provider of the resource-server tests.
+bash scripts/install-oidc.sh

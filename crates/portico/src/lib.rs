@@ -87,6 +87,7 @@
 //! | `validate` | no | tool arguments validated against each tool's `inputSchema` (JSON Schema 2020-12, no remote `$ref`) before typed decoding |
 //! | `auth-client` | no | `auth`: the OAuth 2.1 client side of MCP authorization for the HTTP client |
 //! | `http-client-rustls` | no | `https` for the HTTP client (rustls) |
+//! | `auth-server` | no | `auth::server`: OAuth 2.1 bearer tokens checked in front of the HTTP endpoint (JWT + JWKS or introspection), protected-resource metadata, `AuthInfo` for handlers |
 //! | `schemars` | no | `server::input_schema`, `output_schema`, `ToolBox`: JSON Schemas of tool arguments and results derived from Rust types (schemars 1.x) |
 //! | `macros` | no | `#[tool]`, `#[tools]`, `#[resource]`, `#[prompt]`, `#[completion]` (implies `schemars`): sugar that expands to builder calls |
 #![cfg_attr(
@@ -135,7 +136,7 @@ pub mod middleware;
 pub use http;
 
 pub use error::{Error, ErrorKind, Result};
-#[cfg(feature = "auth-client")]
+#[cfg(any(feature = "auth-client", feature = "auth-server"))]
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;

@@ -131,16 +131,10 @@ impl McpRequest {
     /// The name of the tool a `tools/call` request calls (`None` for other methods, or when
     /// the params have no string `name`).
     pub fn tool_name(&self) -> Option<String> {
-        #[derive(serde::Deserialize)]
-        struct Named<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-        }
         if &*self.method != portico_schema::methods::TOOLS_CALL {
             return None;
         }
-        let p = self.params.as_deref()?;
-        serde_json::from_str::<Named<'_>>(p.get()).ok().map(|n| n.name.into_owned())
+        tool_name_in(self.params.as_deref())
     }
 
     /// Data travelling with the request: over HTTP, the HTTP request's extensions; then what
@@ -154,6 +148,16 @@ impl McpRequest {
     pub fn extensions_mut(&mut self) -> &mut http::Extensions {
         &mut self.extensions
     }
+}
+
+/// The string `name` of `tools/call` params, if any.
+pub(crate) fn tool_name_in(params: Option<&RawValue>) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        name: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<Named<'_>>(params?.get()).ok().map(|n| n.name.into_owned())
 }
 
 /// The answer to an [`McpRequest`]: a result (raw JSON object) or a JSON-RPC error.

@@ -1,4 +1,11 @@
-//! The OAuth 2.1 client side of MCP authorization (feature `auth-client`).
+//! MCP authorization (OAuth 2.1 over the HTTP transports), both sides.
+//!
+//! - [`server`] (feature `auth-server`): the resource server — bearer tokens checked in front of
+//!   a Streamable HTTP endpoint, the protected-resource metadata document, and the validated
+//!   principal ([`server::AuthInfo`]) handed to handlers.
+//! - The client (feature `auth-client`), below.
+//!
+//! # The client
 //!
 //! An [`OAuthClient`] given to
 //! [`HttpClientTransport::auth`](crate::transport::http::client::HttpClientTransport::auth)
@@ -49,30 +56,45 @@
 //!    to a key of this client and every request carries a fresh proof
 //!    ([`OAuthClientBuilder::dpop`]).
 
+#[cfg(feature = "auth-client")]
 mod error;
+#[cfg(feature = "auth-client")]
 mod flow;
+#[cfg(feature = "auth-client")]
 mod jwt;
+#[cfg(feature = "auth-client")]
 mod metadata;
+#[cfg(feature = "auth-client")]
 mod redirect;
+#[cfg(feature = "auth-client")]
 mod store;
+#[cfg(feature = "auth-client")]
 mod token;
 
+#[cfg(feature = "auth-client")]
 use std::sync::Arc;
 
+#[cfg(feature = "auth-client")]
 pub use error::AuthError;
+#[cfg(feature = "auth-client")]
 pub use jwt::SigningKey;
+#[cfg(feature = "auth-client")]
 pub use metadata::{
     AuthorizationServerMetadata, BearerChallenge, ProtectedResourceMetadata, authorization_server_metadata_urls,
     canonical_resource, protected_resource_metadata_urls, resource_matches,
 };
+#[cfg(feature = "auth-client")]
 pub use redirect::{HeadlessRedirect, LoopbackRedirect, OpenUrl, RedirectHandler};
+#[cfg(feature = "auth-client")]
 pub use store::{ClientInfo, FileTokenStore, MemoryTokenStore, StoredAuth, TokenSet, TokenStore};
 
+#[cfg(feature = "auth-client")]
 pub(crate) use flow::Challenge;
 
 /// Which OAuth grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
+#[cfg(feature = "auth-client")]
 pub enum GrantType {
     /// Authorization code with PKCE, through a [`RedirectHandler`] (a user signs in).
     #[default]
@@ -92,6 +114,7 @@ pub enum GrantType {
 /// authorization server.
 #[derive(Clone)]
 #[non_exhaustive]
+#[cfg(feature = "auth-client")]
 pub struct EnterpriseIdp {
     /// The identity provider's token endpoint.
     pub token_endpoint: String,
@@ -101,6 +124,7 @@ pub struct EnterpriseIdp {
     pub id_token: String,
 }
 
+#[cfg(feature = "auth-client")]
 impl EnterpriseIdp {
     /// An identity provider at `token_endpoint`.
     pub fn new(token_endpoint: impl Into<String>, client_id: impl Into<String>, id_token: impl Into<String>) -> Self {
@@ -108,6 +132,7 @@ impl EnterpriseIdp {
     }
 }
 
+#[cfg(feature = "auth-client")]
 impl std::fmt::Debug for EnterpriseIdp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EnterpriseIdp")
@@ -119,12 +144,14 @@ impl std::fmt::Debug for EnterpriseIdp {
 
 /// Where the assertion of [`GrantType::JwtBearer`] comes from.
 #[derive(Clone)]
+#[cfg(feature = "auth-client")]
 pub(crate) enum Assertion {
     Static(String),
     Enterprise(EnterpriseIdp),
 }
 
 /// The default number of authorizations one request may trigger before it fails.
+#[cfg(feature = "auth-client")]
 const DEFAULT_MAX_AUTHORIZATIONS: u32 = 3;
 
 /// An OAuth 2.1 client for MCP servers; cheap to clone (clones share tokens).
@@ -132,16 +159,19 @@ const DEFAULT_MAX_AUTHORIZATIONS: u32 = 3;
 /// Build it with [`OAuthClient::builder`] and give it to
 /// [`HttpClientTransport::auth`](crate::transport::http::client::HttpClientTransport::auth).
 #[derive(Clone)]
+#[cfg(feature = "auth-client")]
 pub struct OAuthClient {
     inner: Arc<Inner>,
 }
 
+#[cfg(feature = "auth-client")]
 impl std::fmt::Debug for OAuthClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthClient").field("client_name", &self.inner.cfg.client_name).finish_non_exhaustive()
     }
 }
 
+#[cfg(feature = "auth-client")]
 struct Inner {
     cfg: Config,
     /// Does not follow redirects: the authorization response is read from `Location`.
@@ -152,6 +182,7 @@ struct Inner {
     dpop_key: Option<jwt::DpopKey>,
 }
 
+#[cfg(feature = "auth-client")]
 struct Config {
     client_name: String,
     redirect: Arc<dyn RedirectHandler>,
@@ -169,6 +200,7 @@ struct Config {
     dpop: bool,
 }
 
+#[cfg(feature = "auth-client")]
 impl OAuthClient {
     /// A builder with the defaults: authorization code grant, [`HeadlessRedirect`],
     /// [`MemoryTokenStore`], Dynamic Client Registration as `native`, at most 3
@@ -243,17 +275,20 @@ impl OAuthClient {
 
 /// Configures an [`OAuthClient`].
 #[must_use]
+#[cfg(feature = "auth-client")]
 pub struct OAuthClientBuilder {
     cfg: Config,
     http: Option<reqwest::Client>,
 }
 
+#[cfg(feature = "auth-client")]
 impl std::fmt::Debug for OAuthClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OAuthClientBuilder").field("client_name", &self.cfg.client_name).finish_non_exhaustive()
     }
 }
 
+#[cfg(feature = "auth-client")]
 impl OAuthClientBuilder {
     /// The `client_name` registered (default `portico`).
     pub fn client_name(mut self, name: impl Into<String>) -> Self {
@@ -411,3 +446,6 @@ impl OAuthClientBuilder {
         })
     }
 }
+
+#[cfg(feature = "auth-server")]
+pub mod server;

@@ -779,8 +779,6 @@ fn supported_versions() -> Vec<String> {
     ALL_VERSIONS.iter().rev().map(|v| v.as_str().to_owned()).collect()
 }
 
-/// Validates a stateless-era request's `_meta` (which carries a protocol version).
-
 /// `{…}` → `{…,"_meta":{…serverInfo…}}`: `object` is a serialized JSON object without `_meta`.
 fn with_server_info(object: &[u8], info_meta: &[u8]) -> Bytes {
     let Some((b'}', head)) = object.split_last() else { return Bytes::copy_from_slice(object) };

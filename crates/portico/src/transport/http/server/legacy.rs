@@ -22,10 +22,18 @@ use crate::rpc::lock;
 use crate::transport::memory::{self, MemoryWriter};
 use crate::transport::{FrameReader, FrameWriter, Transport};
 
-/// Live legacy sessions: their id and where POSTed messages go.
+/// Live legacy sessions: their id, who opened them (with `auth-server`), and where POSTed
+/// messages go.
 #[derive(Default)]
 pub(crate) struct LegacySessions {
-    inner: Mutex<HashMap<String, Arc<tokio::sync::Mutex<MemoryWriter>>>>,
+    inner: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    /// The principal that opened the session (with `auth-server`).
+    owner: Option<Arc<str>>,
+    /// Where POSTed messages are written, one at a time.
+    writer: Arc<tokio::sync::Mutex<MemoryWriter>>,
 }
 
 impl LegacySessions {
@@ -60,7 +68,8 @@ pub(crate) async fn open(State(shared): State<Arc<Shared>>, req: Request) -> Res
     let (ours, theirs) = memory::pair_with_capacity(shared.config.stream_buffer);
     shared.server.connect(theirs);
     let (mut reader, writer) = ours.split();
-    lock(&shared.legacy.inner).insert(id.clone(), Arc::new(tokio::sync::Mutex::new(writer)));
+    let owner = super::principal(req.extensions());
+    lock(&shared.legacy.inner).insert(id.clone(), Entry { owner, writer: Arc::new(tokio::sync::Mutex::new(writer)) });
 
     let (tx, rx) = tokio::sync::mpsc::channel(shared.config.stream_buffer);
     let endpoint = format!("{}?sessionId={id}", legacy.post_path);
@@ -94,11 +103,19 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
     let Some(id) = session_id else {
         return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing sessionId"));
     };
-    let Some(writer) = lock(&shared.legacy.inner).get(&id).cloned() else {
+    // A session opened by an authorized principal is unknown to anyone else.
+    let caller = super::principal(req.extensions());
+    let writer = lock(&shared.legacy.inner)
+        .get(&id)
+        .filter(|e| e.owner.is_none() || e.owner == caller)
+        .map(|e| e.writer.clone());
+    let Some(writer) = writer else {
         return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown session"));
     };
     let limit = shared.config.max_body;
-    let body = match http_body_util::Limited::new(req.into_body(), limit).collect().await {
+    #[cfg_attr(not(feature = "auth-server"), allow(unused_variables))]
+    let (parts, body) = req.into_parts();
+    let body = match http_body_util::Limited::new(body, limit).collect().await {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return error_response(
@@ -116,6 +133,14 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
         }
     };
     let frame: Bytes = body;
+    #[cfg(feature = "auth-server")]
+    if let Ok(crate::rpc::envelope::Incoming::Request { method, params, .. }) =
+        crate::rpc::envelope::decode_one(std::str::from_utf8(&frame).unwrap_or(""))
+    {
+        if let Some(refused) = super::post::scope_refusal(&parts.extensions, &method, params) {
+            return refused;
+        }
+    }
     // Waiting for room here is the backpressure on a client that sends faster than it reads.
     if writer.lock().await.write_frame(&frame).await.is_err() {
         return error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("the session has ended"));

@@ -70,6 +70,8 @@ struct Config {
     retry_ms: Option<u64>,
     stream_buffer: usize,
     legacy: Option<LegacyPaths>,
+    #[cfg(feature = "auth-server")]
+    auth: Option<crate::auth::server::ResourceServer>,
 }
 
 /// Where the 2024-11-05 HTTP+SSE transport is served.
@@ -104,6 +106,8 @@ impl StreamableHttp {
                 retry_ms: Some(1000),
                 stream_buffer: 256,
                 legacy: Some(LegacyPaths { sse_path: "/sse".into(), post_path: "/messages".into() }),
+                #[cfg(feature = "auth-server")]
+                auth: None,
             },
             store: Arc::new(MemoryEventStore::default()),
         }
@@ -173,6 +177,16 @@ impl StreamableHttp {
         self
     }
 
+    /// Protects the endpoint with OAuth 2.1 bearer tokens (feature `auth-server`):
+    /// [`HttpEndpoint::router`] (and so [`serve`](Self::serve)) puts the resource server's
+    /// layer in front of the endpoint and the legacy paths, and serves its protected-resource
+    /// metadata beside them without authentication. See [`crate::auth::server`].
+    #[cfg(feature = "auth-server")]
+    pub fn authorization(mut self, resource_server: crate::auth::server::ResourceServer) -> Self {
+        self.config.auth = Some(resource_server);
+        self
+    }
+
     /// Where resumable streams are logged (default: [`MemoryEventStore`]).
     pub fn event_store(mut self, store: impl EventStore) -> Self {
         self.store = Arc::new(store);
@@ -230,7 +244,8 @@ pub struct HttpEndpoint {
 
 impl HttpEndpoint {
     /// An axum router serving the endpoint at `path`, and the legacy HTTP+SSE paths when
-    /// enabled.
+    /// enabled. With [`authorization`](StreamableHttp::authorization), they are behind the
+    /// bearer layer and the protected-resource metadata is served beside them.
     pub fn router(&self, path: &str) -> axum::Router {
         let mut r = axum::Router::new().route(path, axum::routing::any(endpoint));
         if let Some(l) = &self.shared.config.legacy {
@@ -238,12 +253,24 @@ impl HttpEndpoint {
                 .route(&l.sse_path, axum::routing::get(legacy::open))
                 .route(&l.post_path, axum::routing::post(legacy::message));
         }
-        r.with_state(self.shared.clone())
+        let r = r.with_state(self.shared.clone());
+        #[cfg(feature = "auth-server")]
+        if let Some(auth) = &self.shared.config.auth {
+            return r.layer(auth.layer()).merge(auth.metadata_router());
+        }
+        r
     }
 
-    /// The endpoint as a service answering every path, for `Router::route_service`.
+    /// The endpoint as a service answering every path, for `Router::route_service`. With
+    /// [`authorization`](StreamableHttp::authorization) it is behind the bearer layer; mount
+    /// the resource server's `metadata_router()` yourself.
     pub fn service(&self) -> axum::Router {
-        axum::Router::new().fallback(endpoint).with_state(self.shared.clone())
+        let r = axum::Router::new().fallback(endpoint).with_state(self.shared.clone());
+        #[cfg(feature = "auth-server")]
+        if let Some(auth) = &self.shared.config.auth {
+            return r.layer(auth.layer());
+        }
+        r
     }
 
     /// Live handshake-era sessions (Streamable HTTP and legacy HTTP+SSE).
@@ -323,10 +350,22 @@ async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     }
     match *req.method() {
         Method::POST => post::post(shared, req).await,
-        Method::GET => get(shared, req.headers()).await,
-        Method::DELETE => delete(&shared, req.headers()),
+        Method::GET => get(shared, req.headers(), principal(req.extensions())).await,
+        Method::DELETE => delete(&shared, req.headers(), principal(req.extensions())),
         _ => method_not_allowed(),
     }
+}
+
+/// Who the request was authorized for (`issuer`, `subject`, `client_id` of the
+/// [`AuthInfo`](crate::auth::server::AuthInfo) the bearer layer inserted), to bind sessions to.
+fn principal(ext: &http::Extensions) -> Option<Arc<str>> {
+    #[cfg(feature = "auth-server")]
+    if let Some(a) = ext.get::<crate::auth::server::AuthInfo>() {
+        let part = |p: Option<&str>| p.unwrap_or("").replace('\n', " ");
+        return Some(format!("{}\n{}\n{}", part(a.issuer()), part(a.subject()), part(a.client_id())).into());
+    }
+    let _ = ext;
+    None
 }
 
 fn method_not_allowed() -> Response {
@@ -339,7 +378,7 @@ fn session_header(headers: &HeaderMap) -> Option<&str> {
 
 /// `GET`: the session's stream of server-initiated messages, or the resumption of any of its
 /// streams with `Last-Event-ID`.
-async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
+async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
     let Some(id) = session_header(headers) else {
         // Stateless clients have no GET stream.
         return method_not_allowed();
@@ -351,7 +390,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap) -> Response {
             &ErrorObject::invalid_request("GET needs Accept: text/event-stream"),
         );
     }
-    let Some(session) = shared.sessions.get(id) else {
+    let Some(session) = shared.sessions.get(id, caller.as_deref()) else {
         return error_response(
             StatusCode::NOT_FOUND,
             None,
@@ -388,11 +427,11 @@ fn parse_event_id(s: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }
 
-fn delete(shared: &Shared, headers: &HeaderMap) -> Response {
+fn delete(shared: &Shared, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
     let Some(id) = session_header(headers) else {
         return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing Mcp-Session-Id"));
     };
-    if shared.sessions.remove(id) {
+    if shared.sessions.get(id, caller.as_deref()).is_some() && shared.sessions.remove(id) {
         StatusCode::NO_CONTENT.into_response()
     } else {
         error_response(StatusCode::NOT_FOUND, None, &ErrorObject::invalid_request("unknown or expired session"))

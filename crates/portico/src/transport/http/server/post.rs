@@ -78,6 +78,18 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     }
 }
 
+/// The 403 refusing a request whose token lacks the scopes its method or tool needs (feature
+/// `auth-server`; the bearer layer leaves the rules in the extensions).
+pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option<&RawValue>) -> Option<Response> {
+    #[cfg(feature = "auth-server")]
+    return crate::auth::server::scope_refusal(ext, method, params);
+    #[cfg(not(feature = "auth-server"))]
+    {
+        let _ = (ext, method, params);
+        None
+    }
+}
+
 /// The stateless-era facts of a request's `_meta`.
 struct ModernMeta {
     version: String,
@@ -121,9 +133,13 @@ fn accepted() -> Response {
 
 async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, msg: Incoming<'_>) -> Response {
     let sid = session_header(headers);
-    let session = sid.and_then(|id| shared.sessions.get(id));
+    let owner = super::principal(&ext);
+    let session = sid.and_then(|id| shared.sessions.get(id, owner.as_deref()));
     match msg {
         Incoming::Request { id, method, params } => {
+            if let Some(refused) = scope_refusal(&ext, &method, params) {
+                return refused;
+            }
             let meta = match peek_meta(params) {
                 Ok(m) => m,
                 // Whatever is wrong with it, a handshake request's `_meta` is for initialize
@@ -193,7 +209,7 @@ async fn initialize(
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(shared.config.stream_buffer);
     let peer = Peer::new(tx);
     service.attach(peer.clone());
-    let session = match shared.sessions.create(service, peer) {
+    let session = match shared.sessions.create(service, peer, super::principal(&ext)) {
         Ok(s) => s,
         Err(Full) => {
             return error_response(
@@ -583,7 +599,8 @@ fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
 async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, items: Vec<&RawValue>) -> Response {
-    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id)) else {
+    let owner = super::principal(&ext);
+    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id, owner.as_deref())) else {
         return error_response(
             StatusCode::BAD_REQUEST,
             None,
@@ -596,6 +613,15 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
             None,
             &ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision"),
         );
+    }
+    // Scopes first: a batch runs whole or is refused whole.
+    #[cfg(feature = "auth-server")]
+    for raw in &items {
+        if let Ok(Incoming::Request { method, params, .. }) = envelope::decode_one(raw.get()) {
+            if let Some(refused) = scope_refusal(&ext, &method, params) {
+                return refused;
+            }
+        }
     }
     let mut replies = Vec::new();
     let mut requests = Vec::new();

@@ -108,6 +108,9 @@ pub(crate) struct HttpSession {
     last_seen: Mutex<Instant>,
     /// Open response streams and running requests; a busy session is not reaped.
     pub busy: AtomicUsize,
+    /// Who opened the session (the authorized principal, with `auth-server`): only they may
+    /// use it.
+    owner: Option<Arc<str>>,
 }
 
 impl HttpSession {
@@ -215,7 +218,12 @@ impl SessionStore {
 
     /// Creates a session around an era-layer `service`, its messages to the client going to
     /// the GET stream through `peer`.
-    pub(crate) fn create(&self, service: Arc<Session>, peer: Peer) -> Result<Arc<HttpSession>, Full> {
+    pub(crate) fn create(
+        &self,
+        service: Arc<Session>,
+        peer: Peer,
+        owner: Option<Arc<str>>,
+    ) -> Result<Arc<HttpSession>, Full> {
         let mut sessions = lock(&self.sessions);
         if sessions.len() >= self.max {
             // Make room by dropping idle sessions first.
@@ -237,13 +245,16 @@ impl SessionStore {
             next_stream: AtomicU64::new(GET_STREAM + 1),
             last_seen: Mutex::new(Instant::now()),
             busy: AtomicUsize::new(0),
+            owner,
         });
         sessions.insert(id, s.clone());
         Ok(s)
     }
 
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
-        let s = lock(&self.sessions).get(id).cloned();
+    /// The session `id`, when `caller` may use it: a session opened by an authorized
+    /// principal is someone else's session to anyone else (and so unknown to them).
+    pub(crate) fn get(&self, id: &str, caller: Option<&str>) -> Option<Arc<HttpSession>> {
+        let s = lock(&self.sessions).get(id).filter(|s| s.owner.is_none() || s.owner.as_deref() == caller).cloned();
         if let Some(s) = &s {
             s.touch();
         }
