@@ -714,3 +714,44 @@ async fn a_custom_validator_behind_a_layer_mounted_by_hand() {
     assert_eq!(post("good").await.expect("post").status().as_u16(), 202, "its owner's");
     task.abort();
 }
+
+/// Both sides of Portico's authorization against a real provider: the OAuth client discovers
+/// the provider through the resource server's metadata, gets a token for this resource with
+/// the challenged scope, and steps up when a tool needs more. The provider supports DPoP, so the
+/// client's first token is DPoP-bound; this resource server takes bearer tokens only and says so
+/// (a `Bearer` challenge without `DPoP`), and the client asks for a bearer token instead.
+#[cfg(all(feature = "http-client", feature = "auth-client"))]
+#[tokio::test]
+async fn the_portico_oauth_client_authorizes_and_steps_up_against_the_portico_resource_server() {
+    use portico::auth::{GrantType, OAuthClient};
+    use portico::client::{Client, EraMode};
+    use portico::schema::ProtocolVersion;
+    use portico::transport::http::client::HttpClientTransport;
+    let Some((node, module)) = installed() else { return };
+    let p = Provider::start(&node, &module).await;
+    let mcp = serve(|url| resource_server(url, &p.issuer, jwt(&p.issuer))).await;
+    for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
+        let oauth = OAuthClient::builder()
+            .grant(GrantType::ClientCredentials)
+            .client_credentials("mcp-client", Some("secret".to_string()))
+            .build()
+            .expect("oauth client");
+        let t = HttpClientTransport::new(&mcp.url).auth(oauth.clone());
+        let c = Client::builder(Implementation::new("t", "0")).era(mode).connect(t).await.expect("connect");
+        let r = c.call_tool("whoami", json!({})).await.expect("whoami");
+        let text = r.content.first().and_then(|b| b.as_text()).expect("text");
+        let who: Value = serde_json::from_str(text).expect("json");
+        assert_eq!(who["client"], "mcp-client", "{mode:?}: {who}");
+        assert_eq!(who["scopes"], json!([READ]), "{mode:?}: the challenged scope only, at first");
+        // `admin_reset` needs mcp:admin: 403 insufficient_scope, the client steps up, the call
+        // goes through on the retry.
+        let r = c.call_tool("admin_reset", json!({})).await.expect("stepped up");
+        assert_eq!(r.content.first().and_then(|b| b.as_text()), Some("reset"), "{mode:?}");
+        let r = c.call_tool("whoami", json!({})).await.expect("whoami");
+        let who: Value = serde_json::from_str(r.content[0].as_text().expect("text")).expect("json");
+        let mut scopes: Vec<String> = serde_json::from_value(who["scopes"].clone()).expect("scopes");
+        scopes.sort();
+        assert_eq!(scopes, vec![ADMIN.to_string(), READ.to_string()], "{mode:?}: the union after step-up");
+        c.close().await;
+    }
+}

@@ -40,6 +40,9 @@ pub(crate) struct State {
     as_nonces: HashMap<String, Option<String>>,
     /// The MCP server's DPoP nonce.
     rs_nonce: Option<String>,
+    /// The MCP server refused a DPoP-bound token without offering DPoP: it takes bearer
+    /// tokens only, so tokens are no longer bound.
+    rs_bearer_only: bool,
 }
 
 /// What to put on one request to the MCP server.
@@ -61,6 +64,8 @@ pub(crate) struct Challenge {
     pub bearer: Option<BearerChallenge>,
     /// The access token the refused request carried.
     pub sent: Option<String>,
+    /// The answer offered the `DPoP` scheme (`WWW-Authenticate: DPoP …`).
+    pub dpop_offered: bool,
     /// 1 for the first authorization of this request, 2 for the next…
     pub attempt: u32,
 }
@@ -139,7 +144,7 @@ impl OAuthClient {
     /// DPoP for a token request to `meta`'s token endpoint, when the server binds tokens
     /// (or `bound`: the tokens being refreshed are bound).
     fn dpop<'a>(&'a self, st: &'a mut State, meta: &AuthorizationServerMetadata, bound: bool) -> Option<Dpop<'a>> {
-        let key = self.inner.dpop_key.as_ref().filter(|_| bound || meta.supports_dpop())?;
+        let key = self.inner.dpop_key.as_ref().filter(|_| bound || (meta.supports_dpop() && !st.rs_bearer_only))?;
         let nonce = st.as_nonces.entry(meta.token_endpoint.clone()).or_default();
         Some(Dpop { key, nonce })
     }
@@ -154,6 +159,16 @@ impl OAuthClient {
         }
         let current = st.session.as_ref().map(|s| s.tokens.access_token.clone());
         let step_up = ch.status == 403;
+        let bound = st.session.as_ref().is_some_and(|s| s.tokens.token_type.eq_ignore_ascii_case("dpop"));
+        if ch.status == 401 && bound && current.is_some() && current == ch.sent && !ch.dpop_offered {
+            // A resource server that knows DPoP says so in its challenge (RFC 9449 §7.1); this
+            // one refused the bound token with a Bearer challenge only: authorize again for a
+            // bearer token.
+            debug!("the MCP server does not take DPoP-bound tokens; asking for bearer tokens");
+            st.rs_bearer_only = true;
+            st.session = None;
+        }
+        let current = st.session.as_ref().map(|s| s.tokens.access_token.clone());
         if !step_up && ch.attempt == 1 && current.is_some() && current != ch.sent {
             return Ok(()); // tokens changed since the request left: just send it again
         }

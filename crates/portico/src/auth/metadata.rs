@@ -176,7 +176,7 @@ impl BearerChallenge {
 }
 
 /// Where the scheme `scheme` (lower case) starts in a `WWW-Authenticate` value.
-fn find_scheme(header: &str, scheme: &str) -> Option<usize> {
+pub(crate) fn find_scheme(header: &str, scheme: &str) -> Option<usize> {
     let lower = header.to_ascii_lowercase();
     let mut from = 0;
     while let Some(i) = lower[from..].find(scheme) {

@@ -91,6 +91,12 @@ pub use store::{ClientInfo, FileTokenStore, MemoryTokenStore, StoredAuth, TokenS
 #[cfg(feature = "auth-client")]
 pub(crate) use flow::Challenge;
 
+/// True when a `WWW-Authenticate` value offers the `DPoP` scheme.
+#[cfg(feature = "auth-client")]
+pub(crate) fn offers_dpop(header: &str) -> bool {
+    metadata::find_scheme(header, "dpop").is_some()
+}
+
 /// Which OAuth grant obtains the tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -249,7 +255,8 @@ impl OAuthClient {
     pub async fn authorize(&self, server_url: &str) -> Result<(), AuthError> {
         let server = reqwest::Url::parse(server_url)
             .map_err(|e| AuthError::Config(format!("invalid MCP server URL {server_url:?}: {e}")))?;
-        self.challenged(&server, Challenge { status: 401, bearer: None, sent: None, attempt: 1 }).await
+        self.challenged(&server, Challenge { status: 401, bearer: None, sent: None, attempt: 1, dpop_offered: false })
+            .await
     }
 
     /// Forgets the tokens of the MCP server at `server_url`, here and in the store.

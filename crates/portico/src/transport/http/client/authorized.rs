@@ -50,9 +50,15 @@ pub(super) async fn send(
             let e = crate::auth::AuthError::RetryLimit { attempts: attempt - 1, scope };
             return Err(SendError::Auth(e.to_string()));
         }
+        let dpop_offered = resp
+            .headers()
+            .get_all(WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(crate::auth::offers_dpop);
         drain(resp).await;
         debug!(status, attempt, "the MCP server asks for authorization");
-        let ch = Challenge { status, bearer, sent: token, attempt };
+        let ch = Challenge { status, bearer, sent: token, attempt, dpop_offered };
         auth.challenged(&shared.url, ch).await.map_err(|e| SendError::Auth(e.to_string()))?;
     }
 }
