@@ -755,3 +755,30 @@ async fn the_portico_oauth_client_authorizes_and_steps_up_against_the_portico_re
         c.close().await;
     }
 }
+
+/// With the macros, the principal is a parameter: `Extension<AuthInfo>`.
+#[cfg(feature = "macros")]
+#[portico::tool]
+async fn me(who: portico::server::Extension<AuthInfo>) -> String {
+    format!("{} via {}", who.subject().unwrap_or("?"), who.client_id().unwrap_or("?"))
+}
+
+#[cfg(feature = "macros")]
+#[tokio::test]
+async fn macro_tools_take_the_principal_by_type() {
+    let Some((node, module)) = installed() else { return };
+    let p = Provider::start(&node, &module).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let server = me::register(Server::builder(Implementation::new("macro", "1.0.0"))).build();
+    let auth = resource_server(&url, &p.issuer, jwt(&p.issuer));
+    let endpoint = StreamableHttp::new(server).authorization(auth).build();
+    let task = tokio::spawn(async move {
+        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
+    });
+    let token = p.token("mcp-client", READ, &url).await;
+    let (status, _, body) = call(&url, Some(&token), "me").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["content"][0]["text"], "mcp-client via mcp-client", "{body}");
+    task.abort();
+}
