@@ -10,6 +10,10 @@
 //!   deterministic, with a `"`, a `\` and a newline in every 64 characters. The last blob built
 //!   for each size is kept, so a size is generated once.
 //!
+//! `bench-server http PORT` serves the same server over Streamable HTTP at
+//! `http://127.0.0.1:PORT/mcp` (`StreamableHttp::serve`: JSON responses, `TCP_NODELAY`, both eras
+//! on one endpoint, the legacy HTTP+SSE paths off).
+//!
 //! Handlers are written once; Portico serves them to handshake-era (`initialize`) and
 //! stateless-era (`_meta` on every request) clients alike.
 #![allow(clippy::print_stderr)]
@@ -182,16 +186,27 @@ fn pipe_transport() -> std::io::Result<
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let served = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
-        ["stdio"] => server().serve(portico::transport::stdio::stdio()).await,
+        ["stdio"] => server().serve(portico::transport::stdio::stdio()).await.map_err(|e| e.to_string()),
+        ["http", port] => match port.parse::<u16>() {
+            Ok(port) => portico::transport::http::server::StreamableHttp::new(server())
+                .without_legacy_sse()
+                .serve(("127.0.0.1", port))
+                .await
+                .map_err(|e| e.to_string()),
+            Err(_) => {
+                eprintln!("bench-server: not a port: {port}");
+                return ExitCode::from(64);
+            }
+        },
         ["stdio-pipe"] => match pipe_transport() {
-            Ok(transport) => server().serve(transport).await,
+            Ok(transport) => server().serve(transport).await.map_err(|e| e.to_string()),
             Err(e) => {
                 eprintln!("bench-server: stdin and stdout must be pipes for stdio-pipe: {e}");
                 return ExitCode::from(66);
             }
         },
         _ => {
-            eprintln!("usage: bench-server stdio | bench-server stdio-pipe");
+            eprintln!("usage: bench-server stdio | bench-server stdio-pipe | bench-server http PORT");
             return ExitCode::from(64);
         }
     };
