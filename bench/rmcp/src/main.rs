@@ -113,7 +113,9 @@ fn noop_description(i: usize) -> String {
 #[derive(Clone)]
 struct BenchServer {
     /// Built once: `#[tool_handler]`'s default would rebuild the router (1002 routes) per request.
-    tool_router: ToolRouter<BenchServer>,
+    /// Shared (`Arc`): the Streamable HTTP service clones the handler for every session (and, in
+    /// stateless mode, every request), and a cloned router would copy 1002 routes each time.
+    tool_router: Arc<ToolRouter<BenchServer>>,
     blobs: Arc<Blobs>,
 }
 
@@ -135,7 +137,7 @@ impl BenchServer {
             let attr = Tool::new(format!("noop_{i}"), noop_description(i), Arc::clone(&noop_schema));
             tool_router.add_route(ToolRoute::new(attr, || "ok".to_owned()));
         }
-        BenchServer { tool_router, blobs: Arc::new(Blobs::default()) }
+        BenchServer { tool_router: Arc::new(tool_router), blobs: Arc::new(Blobs::default()) }
     }
 
     #[tool(description = "Returns its text argument as one text content")]
