@@ -560,6 +560,13 @@ async fn run_http(command: Vec<String>, opts: &Opts) -> ExitCode {
     header.insert("command".into(), command.clone().into());
     let mut server: Option<http::HttpServer> = None;
     for &w in &opts.workloads {
+        if w == Workload::Sessions
+            && let Some(s) = server.take()
+        {
+            // Memory is measured on a fresh server: heap freed by earlier workloads would be
+            // reused by the sessions and hide their cost.
+            s.stop().await;
+        }
         let s = match server.take() {
             Some(s) => s,
             None => match start_http(&command, opts.era).await {
