@@ -72,9 +72,15 @@ impl HttpServer {
         }
     }
 
-    /// Ends the server (SIGKILL: HTTP servers have no stdin to close).
+    /// Ends the server: SIGTERM (HTTP servers have no stdin to close; a wrapper such as `perf
+    /// record` gets to finish its file), then SIGKILL after 5 s.
     pub async fn stop(mut self) {
-        let _ = self.child.kill().await;
+        if let Ok(pid) = i32::try_from(self.pid) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+        }
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+            let _ = self.child.kill().await;
+        }
     }
 
     /// The server's resident set size in KiB (`VmRSS` of `/proc/PID/status`).
