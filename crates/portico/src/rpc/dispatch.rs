@@ -133,6 +133,9 @@ pub(crate) struct Queued {
     pub params: Option<Box<RawValue>>,
     /// Set by transports whose response streams can be closed and resumed (HTTP sessions).
     pub close_stream: Option<Arc<tokio::sync::Notify>>,
+    /// The params' `_meta`, when the transport already decoded it (HTTP stateless requests):
+    /// the session then does not decode it again.
+    pub meta: Option<Box<portico_schema::RequestMeta>>,
 }
 
 impl<S: Service> Dispatcher<S> {
@@ -229,7 +232,13 @@ impl<S: Service> Dispatcher<S> {
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
                 self.service.admit(&method);
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                let q = Queued {
+                    id,
+                    method: method.into(),
+                    params: params.map(|p| p.to_owned()),
+                    close_stream: None,
+                    meta: None,
+                };
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),
                     Ok(permit) => {
@@ -284,8 +293,13 @@ impl<S: Service> Dispatcher<S> {
                     // token through the in-flight map, without a shared token tree to contend on.
                     let token = CancellationToken::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
-                    let q =
-                        Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                    let q = Queued {
+                        id,
+                        method: method.into(),
+                        params: params.map(|p| p.to_owned()),
+                        close_stream: None,
+                        meta: None,
+                    };
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
                     futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
                 }
@@ -359,6 +373,7 @@ pub(crate) async fn run_request<S: Service>(
         params: q.params,
         cancel: token.clone(),
         close_stream: q.close_stream,
+        meta: q.meta,
     };
     let call = service.call(request, peer.clone());
     let outcome = tokio::select! {

@@ -65,6 +65,8 @@ pub(crate) struct IncomingRequest {
     pub cancel: CancellationToken,
     /// Notified to end this request's response stream early (resumable HTTP streams only).
     pub close_stream: Option<Arc<tokio::sync::Notify>>,
+    /// The params' `_meta`, already decoded by the transport (see `Queued::meta`).
+    pub meta: Option<Box<portico_schema::RequestMeta>>,
 }
 
 /// What a request handler produces: a serialized result, or a wire error.

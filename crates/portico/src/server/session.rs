@@ -123,9 +123,12 @@ impl Session {
         let _ = self.peer.set(peer);
     }
 
-    async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
+    async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
+        let decoded = req.meta.take();
         let params = req.params.as_deref();
         let peek: MetaPeek = match params {
+            // The transport decoded it already (the same params).
+            _ if decoded.is_some() => MetaPeek { meta: decoded.map(|m| *m) },
             // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
             // and the params need not be scanned twice.
             Some(p) if !may_hold_meta(p.get()) => MetaPeek { meta: None },

@@ -76,10 +76,11 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     }
 }
 
-/// The stateless-era facts of a request's `_meta`.
+/// A request's `_meta` when it is the stateless era's (it names a protocol version). It is
+/// handed to the session with the request, which then does not decode it again.
 struct ModernMeta {
     version: String,
-    has_caps: bool,
+    meta: RequestMeta,
 }
 
 fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
@@ -91,10 +92,7 @@ fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObjec
     let Some(p) = params else { return Ok(None) };
     let peek: Peek =
         serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
-    Ok(peek.meta.and_then(|m| {
-        let has_caps = m.client_capabilities.is_some();
-        m.protocol_version.map(|version| ModernMeta { version, has_caps })
-    }))
+    Ok(peek.meta.and_then(|meta| meta.protocol_version.clone().map(|version| ModernMeta { version, meta })))
 }
 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
@@ -224,7 +222,7 @@ async fn stateless(
     params: Option<&RawValue>,
     meta: ModernMeta,
 ) -> Response {
-    if !meta.has_caps {
+    if meta.meta.client_capabilities.is_none() {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
@@ -232,7 +230,7 @@ async fn stateless(
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     let ctx = Run::stateless(shared, headers);
-    ctx.run(id, method, params).await.0
+    ctx.run_decoded(id, method, params, Some(Box::new(meta.meta))).await.0
 }
 
 fn check_mirrored(
@@ -250,8 +248,8 @@ fn check_mirrored(
         uri: Option<Cow<'a, str>>,
         #[serde(borrow, default, rename = "taskId")]
         task_id: Option<Cow<'a, str>>,
-        #[serde(default)]
-        arguments: Option<JsonObject>,
+        #[serde(borrow, default)]
+        arguments: Option<&'a RawValue>,
     }
     // The tasks extension names the task in Mcp-Name on its methods (when the server has it;
     // otherwise they are unknown methods).
@@ -264,6 +262,13 @@ fn check_mirrored(
         }
         _ => Target { name: None, uri: None, task_id: None, arguments: None },
     };
+    // `arguments` must be an object (or null) whatever the tool, as when it was decoded here.
+    if let Some(a) = target.arguments
+        && a.get() != "null"
+        && !a.get().starts_with('{')
+    {
+        return Err(ErrorObject::invalid_params("invalid params: arguments must be an object"));
+    }
     let name = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => target.name.as_deref(),
         methods::RESOURCES_READ => target.uri.as_deref(),
@@ -271,9 +276,23 @@ fn check_mirrored(
         _ => None,
     };
     let registry;
+    // The arguments are decoded only for a tool that mirrors some of them in headers.
+    let arguments: Option<JsonObject>;
     let tool = if method == methods::TOOLS_CALL {
         registry = shared.server.registry();
-        name.and_then(|n| registry.tools.get(n)).map(|e| (target.arguments.as_ref(), &e.def.input_schema))
+        match name.and_then(|n| registry.tools.get(n)).map(|e| &e.def.input_schema) {
+            Some(schema) if headers::mirrors_params(schema) => {
+                arguments = match target.arguments {
+                    Some(a) => Some(
+                        serde_json::from_str(a.get())
+                            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?,
+                    ),
+                    None => None,
+                };
+                Some((arguments.as_ref(), schema))
+            }
+            _ => None,
+        }
     } else {
         None
     };
@@ -333,9 +352,27 @@ impl Run {
     /// Runs the request; answers JSON when the result comes before anything else (and JSON is
     /// acceptable), SSE otherwise.
     async fn run(self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
+        self.run_decoded(id, method, params, None).await
+    }
+
+    /// [`run`](Self::run) with the params' `_meta` already decoded (`meta`), if it was.
+    async fn run_decoded(
+        self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        meta: Option<Box<RequestMeta>>,
+    ) -> (Response, Outcome) {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(self.buffer);
         let peer = self.root.with_out(tx);
-        let token = self.root.closed_token().child_token();
+        // A session's requests end with it (a child of its token). A stateless request is
+        // cancelled only by its response stream going away (`CancelOnDrop` below): a plain token,
+        // not a child of the endpoint-wide stateless peer's, whose tree would be one mutex shared
+        // by every stateless request on every worker.
+        let token = match &self.session {
+            Some(_) => self.root.closed_token().child_token(),
+            None => tokio_util::sync::CancellationToken::new(),
+        };
         lock(&self.in_flight).insert(id.clone(), token.clone());
         // Handlers may end a session stream early; the client resumes it with Last-Event-ID.
         let close = self.session.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
@@ -344,6 +381,7 @@ impl Run {
             method: method.into(),
             params: params.map(|p| p.to_owned()),
             close_stream: close.clone(),
+            meta,
         };
         let (fin_tx, mut fin_rx) = oneshot::channel();
         let busy = self.session.clone().map(Busy::new);
@@ -604,7 +642,13 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) 
             Ok(Incoming::Request { id, method, params }) => {
                 let token = s.peer.closed_token().child_token();
                 lock(&s.in_flight).insert(id.clone(), token.clone());
-                let q = Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None };
+                let q = Queued {
+                    id,
+                    method: method.into(),
+                    params: params.map(|p| p.to_owned()),
+                    close_stream: None,
+                    meta: None,
+                };
                 // Messages a batched request sends before its result cannot be delivered.
                 let (tx, _rx) = mpsc::channel(1);
                 requests.push(run_request(s.service.clone(), s.peer.with_out(tx), s.in_flight.clone(), q, token));
