@@ -18,78 +18,12 @@
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
 
 use axum::body::Body;
-use bytes::Bytes;
 use http_body_util::BodyExt;
-use portico::transport::memory::{MemoryReader, MemoryWriter, pair};
-use portico::transport::{FrameReader, FrameWriter, Transport};
+use portico::transport::{FrameReader, FrameWriter};
+use portico_bench::inproc::{Client, INIT, check_echo, echo};
 use tower::ServiceExt;
 
 const WINDOW: u64 = 64;
-const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"icount","version":"0"}}"#;
-const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"icount","version":"0"}}}"#;
-
-fn echo(id: u64, meta: bool) -> Vec<u8> {
-    let meta = if meta { format!(r#","_meta":{META}"#) } else { String::new() };
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{id}"}}{meta}}}}}"#)
-        .into_bytes()
-}
-
-/// A response as far as it is checked: borrowed, no tree (the client's cost stays small).
-#[derive(serde::Deserialize)]
-struct Resp<'a> {
-    id: u64,
-    #[serde(borrow)]
-    result: Res<'a>,
-}
-
-#[derive(serde::Deserialize)]
-struct Res<'a> {
-    #[serde(borrow)]
-    content: [Item<'a>; 1],
-}
-
-#[derive(serde::Deserialize)]
-struct Item<'a> {
-    text: &'a str,
-}
-
-fn check_echo(frame: &[u8], id: Option<u64>) -> u64 {
-    let r: Resp<'_> =
-        serde_json::from_slice(frame).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(frame)));
-    if let Some(id) = id {
-        assert_eq!(r.id, id);
-    }
-    assert_eq!(r.result.content[0].text.parse::<u64>().ok(), Some(r.id));
-    r.id
-}
-
-struct Client {
-    r: MemoryReader,
-    w: MemoryWriter,
-    _server: portico::server::ServerConnection,
-}
-
-impl Client {
-    async fn new(handshake: bool) -> Client {
-        let (client, server) = pair();
-        let conn = portico_bench::server().connect(server);
-        let (r, w) = client.split();
-        let mut c = Client { r, w, _server: conn };
-        if handshake {
-            c.w.write_frame(INIT.as_bytes()).await.unwrap();
-            c.w.flush().await.unwrap();
-            let f = c.read().await;
-            assert!(serde_json::from_slice::<serde_json::Value>(&f).unwrap()["result"]["protocolVersion"].is_string());
-            c.w.write_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await.unwrap();
-            c.w.flush().await.unwrap();
-        }
-        c
-    }
-
-    async fn read(&mut self) -> Bytes {
-        self.r.read_frame().await.unwrap().unwrap()
-    }
-}
 
 async fn pipelined(rounds: u64, stateless: bool) {
     let mut c = Client::new(!stateless).await;

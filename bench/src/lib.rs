@@ -157,6 +157,83 @@ pub fn noop_description(i: usize) -> String {
     format!("No-op tool number {i:03} of the tools/list benchmark: takes a label and a count, ignores both, says ok")
 }
 
+/// An in-process client of the bench server over `portico::transport::memory`, writing and
+/// reading raw JSON-RPC frames: the instruction-count workloads and the micro-benchmarks share it.
+/// It panics on anything unexpected (a measurement of a broken exchange means nothing).
+pub mod inproc {
+    use bytes::Bytes;
+    use portico::transport::memory::{MemoryReader, MemoryWriter, pair};
+    use portico::transport::{FrameReader, FrameWriter, Transport};
+
+    pub const META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"icount","version":"0"}}"#;
+    pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"icount","version":"0"}}}"#;
+
+    pub fn echo(id: u64, meta: bool) -> Vec<u8> {
+        let meta = if meta { format!(r#","_meta":{META}"#) } else { String::new() };
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{id}"}}{meta}}}}}"#)
+            .into_bytes()
+    }
+
+    /// A response as far as it is checked: borrowed, no tree (the client's cost stays small).
+    #[derive(serde::Deserialize)]
+    struct Resp<'a> {
+        id: u64,
+        #[serde(borrow)]
+        result: Res<'a>,
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Res<'a> {
+        #[serde(borrow)]
+        content: [Item<'a>; 1],
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Item<'a> {
+        text: &'a str,
+    }
+
+    pub fn check_echo(frame: &[u8], id: Option<u64>) -> u64 {
+        let r: Resp<'_> =
+            serde_json::from_slice(frame).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(frame)));
+        if let Some(id) = id {
+            assert_eq!(r.id, id);
+        }
+        assert_eq!(r.result.content[0].text.parse::<u64>().ok(), Some(r.id));
+        r.id
+    }
+
+    pub struct Client {
+        pub r: MemoryReader,
+        pub w: MemoryWriter,
+        _server: portico::server::ServerConnection,
+    }
+
+    impl Client {
+        pub async fn new(handshake: bool) -> Client {
+            let (client, server) = pair();
+            let conn = crate::server().connect(server);
+            let (r, w) = client.split();
+            let mut c = Client { r, w, _server: conn };
+            if handshake {
+                c.w.write_frame(INIT.as_bytes()).await.expect("in-process exchange");
+                c.w.flush().await.expect("in-process exchange");
+                let f = c.read().await;
+                assert!(serde_json::from_slice::<serde_json::Value>(&f).expect("in-process exchange")["result"]["protocolVersion"].is_string());
+                c.w.write_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                    .await
+                    .expect("in-process exchange");
+                c.w.flush().await.expect("in-process exchange");
+            }
+            c
+        }
+
+        pub async fn read(&mut self) -> Bytes {
+            self.r.read_frame().await.expect("in-process exchange").expect("in-process exchange")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
