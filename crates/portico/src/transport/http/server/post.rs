@@ -587,6 +587,11 @@ async fn forward(
 /// The HTTP status of a JSON answer: in 2026-07-28, errors about the request itself are 400
 /// and unknown methods 404.
 fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
+    // The usual case, without scanning the whole result: the envelope encoder writes
+    // `{"jsonrpc":"2.0","id":ID,"result":…}`.
+    if is_result(body) {
+        return (StatusCode::OK, Outcome::Ok);
+    }
     #[derive(Deserialize)]
     struct Code {
         code: i32,
@@ -604,6 +609,27 @@ fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
         _ => StatusCode::OK,
     };
     (status, Outcome::Error)
+}
+
+/// True when `body` starts as `envelope::encode_result` writes a result response: the id (a
+/// number or a string) followed by `"result"`. False means "parse it to know".
+fn is_result(body: &[u8]) -> bool {
+    let Some(rest) = body.strip_prefix(br#"{"jsonrpc":"2.0","id":"#) else { return false };
+    let id_len = match rest.first() {
+        Some(b'"') => {
+            let mut i = 1;
+            loop {
+                match rest.get(i) {
+                    Some(b'\\') => i += 2,
+                    Some(b'"') => break i + 1,
+                    Some(_) => i += 1,
+                    None => return false,
+                }
+            }
+        }
+        _ => rest.iter().take_while(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')).count(),
+    };
+    id_len > 0 && rest.get(id_len..).is_some_and(|r| r.starts_with(br#","result":"#))
 }
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
@@ -662,4 +688,27 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) 
     }
     let body = envelope::encode_batch(&replies);
     (StatusCode::OK, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_told_from_errors_without_a_parse() {
+        for (body, result) in [
+            (&br#"{"jsonrpc":"2.0","id":7,"result":{}}"#[..], true),
+            (br#"{"jsonrpc":"2.0","id":-7,"result":{"error":1}}"#, true),
+            (br#"{"jsonrpc":"2.0","id":"a\",\"result\":","error":{"code":1,"message":""}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":"x","result":[]}"#, true),
+            (br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, false),
+            (br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"no"}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":"unterminated"#, false),
+        ] {
+            assert_eq!(is_result(body), result, "{}", String::from_utf8_lossy(body));
+        }
+        let (status, outcome) = status_of(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, true);
+        assert_eq!((status, outcome), (StatusCode::NOT_FOUND, Outcome::Error));
+        assert_eq!(status_of(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#, true), (StatusCode::OK, Outcome::Ok));
+    }
 }
