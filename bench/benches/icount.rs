@@ -19,7 +19,7 @@
 
 use axum::body::Body;
 use http_body_util::BodyExt;
-use portico::transport::{FrameReader, FrameWriter};
+use portico::transport::FrameWriter;
 use portico_bench::inproc::{Client, INIT, check_echo, echo};
 use tower::ServiceExt;
 
