@@ -138,6 +138,13 @@ pub(crate) struct Queued {
     pub meta: Option<Box<portico_schema::RequestMeta>>,
 }
 
+impl Queued {
+    /// A request as read: no resumable stream, `_meta` not decoded yet.
+    pub(crate) fn new(id: RequestId, method: &str, params: Option<&RawValue>) -> Queued {
+        Queued { id, method: method.into(), params: params.map(|p| p.to_owned()), close_stream: None, meta: None }
+    }
+}
+
 impl<S: Service> Dispatcher<S> {
     async fn run(
         self,
@@ -232,13 +239,7 @@ impl<S: Service> Dispatcher<S> {
             Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
             Ok(Incoming::Request { id, method, params }) => {
                 self.service.admit(&method);
-                let q = Queued {
-                    id,
-                    method: method.into(),
-                    params: params.map(|p| p.to_owned()),
-                    close_stream: None,
-                    meta: None,
-                };
+                let q = Queued::new(id, &method, params);
                 match self.sem.clone().try_acquire_owned() {
                     Ok(permit) if queue.is_empty() => self.spawn(q, permit),
                     Ok(permit) => {
@@ -293,13 +294,7 @@ impl<S: Service> Dispatcher<S> {
                     // token through the in-flight map, without a shared token tree to contend on.
                     let token = CancellationToken::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
-                    let q = Queued {
-                        id,
-                        method: method.into(),
-                        params: params.map(|p| p.to_owned()),
-                        close_stream: None,
-                        meta: None,
-                    };
+                    let q = Queued::new(id, &method, params);
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
                     futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
                 }

@@ -668,13 +668,7 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, items: Vec<&RawValue>) 
             Ok(Incoming::Request { id, method, params }) => {
                 let token = s.peer.closed_token().child_token();
                 lock(&s.in_flight).insert(id.clone(), token.clone());
-                let q = Queued {
-                    id,
-                    method: method.into(),
-                    params: params.map(|p| p.to_owned()),
-                    close_stream: None,
-                    meta: None,
-                };
+                let q = Queued::new(id, &method, params);
                 // Messages a batched request sends before its result cannot be delivered.
                 let (tx, _rx) = mpsc::channel(1);
                 requests.push(run_request(s.service.clone(), s.peer.with_out(tx), s.in_flight.clone(), q, token));
