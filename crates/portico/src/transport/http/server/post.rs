@@ -78,21 +78,74 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
 
 /// A request's `_meta` when it is the stateless era's (it names a protocol version). It is
 /// handed to the session with the request, which then does not decode it again.
-struct ModernMeta {
+struct ModernMeta<'a> {
     version: String,
     meta: RequestMeta,
+    /// What the header check needs from the params, found in the same pass, still raw.
+    target: RawTarget<'a>,
 }
 
-fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
-    #[derive(Deserialize)]
-    struct Peek {
-        #[serde(rename = "_meta", default)]
-        meta: Option<RequestMeta>,
+/// The params members that `Mcp-Name` and `Mcp-Param-*` mirror, undecoded.
+#[derive(Default, Clone, Copy)]
+struct RawTarget<'a> {
+    name: Option<&'a RawValue>,
+    uri: Option<&'a RawValue>,
+    task_id: Option<&'a RawValue>,
+    arguments: Option<&'a RawValue>,
+}
+
+/// The params' `_meta`, decoded, and the members of [`RawTarget`], borrowed: one pass over the
+/// params. Other members are skipped; of those kept raw the last one wins, as they are only
+/// decoded for a stateless request (where the session's own decoding rejects duplicates).
+struct Peek<'a> {
+    meta: Option<RequestMeta>,
+    target: RawTarget<'a>,
+}
+
+impl<'de> Deserialize<'de> for Peek<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Peek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("params")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Peek<'de>, A::Error> {
+                let mut meta = None;
+                let mut target = RawTarget::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "_meta" if meta.is_some() => return Err(de::Error::duplicate_field("_meta")),
+                        "_meta" => meta = Some(map.next_value::<Option<RequestMeta>>()?),
+                        "name" => target.name = Some(map.next_value()?),
+                        "uri" => target.uri = Some(map.next_value()?),
+                        "taskId" => target.task_id = Some(map.next_value()?),
+                        "arguments" => target.arguments = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Peek { meta: meta.flatten(), target })
+            }
+            // As a derived one-member struct would: `[meta]`.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Peek<'de>, A::Error> {
+                let meta =
+                    seq.next_element::<Option<RequestMeta>>()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                Ok(Peek { meta, target: RawTarget::default() })
+            }
+        }
+        d.deserialize_struct("Peek", &["_meta"], V)
     }
+}
+
+fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta<'_>>, ErrorObject> {
     let Some(p) = params else { return Ok(None) };
-    let peek: Peek =
+    let peek: Peek<'_> =
         serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
-    Ok(peek.meta.and_then(|meta| meta.protocol_version.clone().map(|version| ModernMeta { version, meta })))
+    let target = peek.target;
+    Ok(peek.meta.and_then(|meta| meta.protocol_version.clone().map(|version| ModernMeta { version, meta, target })))
 }
 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
@@ -220,13 +273,13 @@ async fn stateless(
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
-    meta: ModernMeta,
+    meta: ModernMeta<'_>,
 ) -> Response {
     if meta.meta.client_capabilities.is_none() {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
-    if let Err(e) = check_mirrored(shared, headers, &meta.version, method, params) {
+    if let Err(e) = check_mirrored(shared, headers, &meta.version, method, meta.target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     let ctx = Run::stateless(shared, headers);
@@ -238,33 +291,38 @@ fn check_mirrored(
     headers: &HeaderMap,
     version: &str,
     method: &str,
-    params: Option<&RawValue>,
+    raw: RawTarget<'_>,
 ) -> Result<(), ErrorObject> {
-    #[derive(Deserialize)]
     struct Target<'a> {
-        #[serde(borrow, default)]
         name: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
         uri: Option<Cow<'a, str>>,
-        #[serde(borrow, default, rename = "taskId")]
         task_id: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
         arguments: Option<&'a RawValue>,
+    }
+    fn text(v: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, ErrorObject> {
+        match v {
+            None => Ok(None),
+            Some(v) => serde_json::from_str::<Option<Cow<'_, str>>>(v.get())
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
+        }
     }
     // The tasks extension names the task in Mcp-Name on its methods (when the server has it;
     // otherwise they are unknown methods).
     let task_method = matches!(method, methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL)
         && shared.server.offers().tasks.load(std::sync::atomic::Ordering::Relaxed);
     let named = matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ);
-    let target: Target<'_> = match params {
-        Some(p) if named || task_method => {
-            serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?
+    let target = if named || task_method {
+        Target {
+            name: text(raw.name)?,
+            uri: text(raw.uri)?,
+            task_id: text(raw.task_id)?,
+            arguments: raw.arguments.filter(|a| a.get() != "null"),
         }
-        _ => Target { name: None, uri: None, task_id: None, arguments: None },
+    } else {
+        Target { name: None, uri: None, task_id: None, arguments: None }
     };
     // `arguments` must be an object (or null) whatever the tool, as when it was decoded here.
     if let Some(a) = target.arguments
-        && a.get() != "null"
         && !a.get().starts_with('{')
     {
         return Err(ErrorObject::invalid_params("invalid params: arguments must be an object"));
