@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the harness in release and runs every workload against the Portico bench server (both
-# eras) and the raw echo baseline. Extra arguments go to every bench-driver run, e.g.
+# eras, stdio and Streamable HTTP) and the raw echo and bare hyper baselines. Extra arguments go to every bench-driver run, e.g.
 #   bench/run.sh --duration 10 --json
 # `bench/run.sh --compare [ARGS…]` runs bench/compare.sh instead: Portico beside rmcp, one table.
 set -euo pipefail
@@ -25,4 +25,10 @@ echo "== portico bench-server, stateless era (2026-07-28)"
 "$bin/bench-driver" "$@" --era stateless stdio -- "$bin/bench-server" stdio || status=$?
 echo "== experiment: the same server on non-blocking pipes (bench-server stdio-pipe), handshake era"
 "$bin/bench-driver" "$@" --era handshake stdio -- "$bin/bench-server" stdio-pipe || status=$?
+echo "== http-echo baseline (bare hyper, the HTTP ceiling)"
+"$bin/bench-driver" "$@" --era bare http -- "$bin/http-echo" '{port}' || status=$?
+echo "== portico bench-server http, handshake era (one session per connection; then idle-session memory)"
+"$bin/bench-driver" "$@" --era handshake http -- "$bin/bench-server" http '{port}' || status=$?
+echo "== portico bench-server http, stateless era (2026-07-28)"
+"$bin/bench-driver" "$@" --era stateless http -- "$bin/bench-server" http '{port}' || status=$?
 exit "$status"

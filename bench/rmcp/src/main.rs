@@ -5,7 +5,14 @@
 //! - `rmcp-bench-server stdio` serves on rmcp's `transport::stdio()` (Tokio's stdin/stdout, the
 //!   transport rmcp's README and examples use);
 //! - `rmcp-bench-server stdio-pipes` serves on rmcp's `transport::stdio_pipes()` (its non-blocking
-//!   pipe transport, the closest match to Portico's `stdio()`, which uses pipes when it can).
+//!   pipe transport, the closest match to Portico's `stdio()`, which uses pipes when it can);
+//! - `rmcp-bench-server http PORT` serves rmcp's Streamable HTTP server (`StreamableHttpService`
+//!   with its `LocalSessionManager`, mounted on axum at `http://127.0.0.1:PORT/mcp`, TCP_NODELAY)
+//!   in session mode (`legacy_session_mode`: `initialize` opens a session; rmcp answers with SSE
+//!   there) with `json_response` on; 2026-07-28 requests are served statelessly by rmcp whatever
+//!   the mode;
+//! - `rmcp-bench-server http-stateless PORT`: the same with `legacy_session_mode` off and
+//!   `json_response` on, rmcp's fastest configuration (no sessions, plain JSON responses).
 //!
 //! Tools: `echo {text}` → the text; `sleep {ms}` → waits, `ok`; `noop_0` … `noop_999` → `ok`, each
 //! with a ~100-character description and a two-property input schema. Resource template
@@ -106,7 +113,9 @@ fn noop_description(i: usize) -> String {
 #[derive(Clone)]
 struct BenchServer {
     /// Built once: `#[tool_handler]`'s default would rebuild the router (1002 routes) per request.
-    tool_router: ToolRouter<BenchServer>,
+    /// Shared (`Arc`): the Streamable HTTP service clones the handler for every session (and, in
+    /// stateless mode, every request), and a cloned router would copy 1002 routes each time.
+    tool_router: Arc<ToolRouter<BenchServer>>,
     blobs: Arc<Blobs>,
 }
 
@@ -128,7 +137,7 @@ impl BenchServer {
             let attr = Tool::new(format!("noop_{i}"), noop_description(i), Arc::clone(&noop_schema));
             tool_router.add_route(ToolRoute::new(attr, || "ok".to_owned()));
         }
-        BenchServer { tool_router, blobs: Arc::new(Blobs::default()) }
+        BenchServer { tool_router: Arc::new(tool_router), blobs: Arc::new(Blobs::default()) }
     }
 
     #[tool(description = "Returns its text argument as one text content")]
@@ -184,10 +193,12 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = BenchServer::new();
     let running = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        ["http", port] => return http(server, port, true).await,
+        ["http-stateless", port] => return http(server, port, false).await,
         ["stdio"] => server.serve(rmcp::transport::stdio()).await,
         ["stdio-pipes"] => server.serve(rmcp::transport::stdio_pipes()).await,
         _ => {
-            eprintln!("usage: rmcp-bench-server stdio | rmcp-bench-server stdio-pipes");
+            eprintln!("usage: rmcp-bench-server stdio | stdio-pipes | http PORT | http-stateless PORT");
             return ExitCode::from(64);
         }
     };
@@ -200,6 +211,41 @@ async fn main() -> ExitCode {
     };
     match running.waiting().await {
         Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rmcp-bench-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Serves `server` over rmcp's Streamable HTTP at `http://127.0.0.1:PORT/mcp` until killed.
+async fn http(server: BenchServer, port: &str, sessions: bool) -> ExitCode {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let Ok(port) = port.parse::<u16>() else {
+        eprintln!("rmcp-bench-server: not a port: {port}");
+        return ExitCode::from(64);
+    };
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(sessions)
+        .with_json_response(true)
+        .with_sse_keep_alive(None);
+    let service =
+        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("rmcp-bench-server: cannot bind 127.0.0.1:{port}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    match axum::serve(listener, router).await {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rmcp-bench-server: {e}");
             ExitCode::FAILURE

@@ -59,6 +59,8 @@ pub enum Era {
     Handshake,
     /// No handshake: `_meta` with the revision on every request (2026-07-28); `server/discover` first.
     Stateless,
+    /// HTTP only, for `http-echo`: requests as in the stateless era, but no `server/discover`.
+    Bare,
 }
 
 impl Conn {
@@ -93,7 +95,7 @@ impl Conn {
         };
         match era {
             Era::Handshake => conn.handshake().await?,
-            Era::Stateless => conn.discover().await?,
+            Era::Stateless | Era::Bare => conn.discover().await?,
         }
         Ok(conn)
     }

@@ -1,4 +1,4 @@
-//! `bench-driver`: a load driver for MCP servers over stdio.
+//! `bench-driver`: a load driver for MCP servers over stdio and Streamable HTTP.
 //!
 //! It speaks JSON-RPC itself (hand-written request lines, borrowed minimal parsing of
 //! responses) so that nothing between it and the server hides a cost, verifies every
@@ -7,20 +7,27 @@
 //! ```text
 //! bench-driver [OPTIONS] stdio -- <server command…>
 //! bench-driver [OPTIONS] raw-echo [--bin PATH]
+//! bench-driver [OPTIONS] http -- <server command…>   ({port} in it is replaced by a free port,
+//!                                                     else the port is appended)
 //!
 //! OPTIONS
 //!   --duration SECS     measured time per workload (default 5)
 //!   --warmup SECS       unmeasured time per workload before it (default 1)
 //!   --workloads LIST    comma-separated: seq,pipe64,pipe1024,hol,list,blob (default: all;
-//!                       raw-echo: seq,pipe64). Any pipeN is accepted.
+//!                       raw-echo: seq,pipe64). Any pipeN is accepted. HTTP: httpN (N
+//!                       keep-alive connections, one echo in flight on each) and sessions
+//!                       (default: http1,http16,http64, and sessions in the handshake era)
 //!   --era ERA           handshake (default: `initialize` 2025-11-25) or stateless
-//!                       (2026-07-28: no handshake, `_meta` on every request)
+//!                       (2026-07-28: no handshake, `_meta` on every request); HTTP also bare
+//!                       (stateless requests without `server/discover`, for `http-echo`)
+//!   --sessions N        idle sessions opened by the sessions workload (default 1000)
 //!   --json              print one JSON document instead of the table
 //! ```
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod conn;
 mod cpu;
+mod http;
 mod proto;
 mod workloads;
 
@@ -41,6 +48,10 @@ enum Workload {
     Hol,
     List,
     Blob,
+    /// HTTP echo on N keep-alive connections.
+    Http(u64),
+    /// HTTP: memory per idle handshake-era session.
+    Sessions,
 }
 
 impl Workload {
@@ -50,6 +61,8 @@ impl Workload {
             "hol" => Workload::Hol,
             "list" => Workload::List,
             "blob" => Workload::Blob,
+            "sessions" => Workload::Sessions,
+            _ if s.starts_with("http") => Workload::Http(s.strip_prefix("http")?.parse().ok().filter(|&n| n > 0)?),
             _ => Workload::Pipe(s.strip_prefix("pipe")?.parse().ok().filter(|&n| n > 0)?),
         })
     }
@@ -61,7 +74,13 @@ impl Workload {
             Workload::Hol => "hol".to_owned(),
             Workload::List => "list".to_owned(),
             Workload::Blob => "blob".to_owned(),
+            Workload::Http(n) => format!("http{n}"),
+            Workload::Sessions => "sessions".to_owned(),
         }
+    }
+
+    fn is_http(self) -> bool {
+        matches!(self, Workload::Http(_) | Workload::Sessions)
     }
 }
 
@@ -72,6 +91,7 @@ const RAW: [Workload; 2] = [Workload::Seq, Workload::Pipe(64)];
 enum Mode {
     Stdio(Vec<String>),
     RawEcho(Option<PathBuf>),
+    Http(Vec<String>),
 }
 
 struct Opts {
@@ -80,11 +100,12 @@ struct Opts {
     workloads: Vec<Workload>,
     json: bool,
     era: Era,
+    sessions: u64,
     mode: Mode,
 }
 
-const USAGE: &str = "usage: bench-driver [--duration SECS] [--warmup SECS] [--workloads seq,pipe64,pipe1024,hol,list,blob] [--json] [--era handshake|stateless] \
-                     (stdio -- <server command…> | raw-echo [--bin PATH])";
+const USAGE: &str = "usage: bench-driver [--duration SECS] [--warmup SECS] [--workloads seq,pipe64,pipe1024,hol,list,blob] [--json] [--era handshake|stateless|bare] [--sessions N] \
+                     (stdio -- <server command…> | raw-echo [--bin PATH] | http -- <server command with {port}…>)";
 
 fn seconds(v: Option<String>, what: &str) -> Result<Duration, String> {
     let v = v.ok_or_else(|| format!("{what} needs a value"))?;
@@ -102,6 +123,7 @@ fn parse_args() -> Result<Opts, String> {
     let mut workloads: Option<Vec<Workload>> = None;
     let mut json = false;
     let mut era = Era::Handshake;
+    let mut sessions = 1000;
     let mut mode = None;
     let mut raw_bin = None;
     while let Some(arg) = args.next() {
@@ -122,8 +144,27 @@ fn parse_args() -> Result<Opts, String> {
                 era = match args.next().as_deref() {
                     Some("handshake") => Era::Handshake,
                     Some("stateless") => Era::Stateless,
-                    other => return Err(format!("--era: expected handshake or stateless, got {other:?}")),
+                    Some("bare") => Era::Bare,
+                    other => return Err(format!("--era: expected handshake, stateless or bare, got {other:?}")),
                 }
+            }
+            "--sessions" => {
+                sessions = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--sessions needs a positive count")?;
+            }
+            "http" => {
+                match args.next().as_deref() {
+                    Some("--") => {}
+                    _ => return Err("http: expected `--` and the server command".to_owned()),
+                }
+                let command: Vec<String> = args.by_ref().collect();
+                if command.is_empty() {
+                    return Err("http: no server command after `--`".to_owned());
+                }
+                mode = Some(Mode::Http(command));
             }
             "--bin" => raw_bin = Some(PathBuf::from(args.next().ok_or("--bin needs a path")?)),
             "-h" | "--help" => return Err(USAGE.to_owned()),
@@ -150,7 +191,24 @@ fn parse_args() -> Result<Opts, String> {
         (_, Some(w)) => w,
         (Mode::Stdio(_), None) => ALL.to_vec(),
         (Mode::RawEcho(_), None) => RAW.to_vec(),
+        (Mode::Http(_), None) => {
+            let mut w = vec![Workload::Http(1), Workload::Http(16), Workload::Http(64)];
+            if era == Era::Handshake {
+                w.push(Workload::Sessions);
+            }
+            w
+        }
     };
+    let http = matches!(mode, Mode::Http(_));
+    if let Some(w) = workloads.iter().find(|w| w.is_http() != http) {
+        return Err(format!("{} is not a workload of this transport", w.name()));
+    }
+    if !http && era == Era::Bare {
+        return Err("--era bare is for http only".to_owned());
+    }
+    if http && era != Era::Handshake && workloads.contains(&Workload::Sessions) {
+        return Err("sessions needs the handshake era".to_owned());
+    }
     if let Mode::RawEcho(_) = mode {
         if let Some(w) = workloads.iter().find(|w| !matches!(w, Workload::Seq | Workload::Pipe(_))) {
             return Err(format!("raw-echo answers echo calls only: {} is not available", w.name()));
@@ -159,7 +217,7 @@ fn parse_args() -> Result<Opts, String> {
             return Err("raw-echo speaks the handshake era only".to_owned());
         }
     }
-    Ok(Opts { duration, warmup, workloads, json, era, mode })
+    Ok(Opts { duration, warmup, workloads, json, era, sessions, mode })
 }
 
 /// One row of the report.
@@ -170,6 +228,8 @@ struct Figure {
     mib_per_s: Option<f64>,
     server_cpu: Option<Duration>,
     driver_cpu: Option<Duration>,
+    /// `sessions`: the server's RSS growth per idle session, in KB.
+    kb_per_session: Option<f64>,
     void: Option<String>,
 }
 
@@ -246,6 +306,7 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
             let mark = CpuMark::start(conn.pid);
             (workloads::blob(conn, opts.duration, &mut ctx.blob, &mut hist).await?, mark)
         }
+        Workload::Http(_) | Workload::Sessions => return Err("an HTTP workload on stdio".to_owned()),
     };
     let (server_cpu, driver_cpu) = mark.stop();
     if run.calls == 0 {
@@ -253,7 +314,16 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
     }
     let mib_per_s = (w == Workload::Blob)
         .then(|| run.calls as f64 * BLOB_BYTES as f64 / (1024.0 * 1024.0) / run.elapsed.as_secs_f64());
-    let figure = Figure { workload: w.name(), run: Some(run), hist, mib_per_s, server_cpu, driver_cpu, void: None };
+    let figure = Figure {
+        workload: w.name(),
+        run: Some(run),
+        hist,
+        mib_per_s,
+        server_cpu,
+        driver_cpu,
+        kb_per_session: None,
+        void: None,
+    };
     if w == Workload::Seq {
         ctx.seq_p99_us = figure.percentile_us(0.99);
     }
@@ -268,6 +338,7 @@ fn void(workload: String, reason: String) -> Figure {
         mib_per_s: None,
         server_cpu: None,
         driver_cpu: None,
+        kb_per_session: None,
         void: Some(reason),
     }
 }
@@ -293,7 +364,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(opts: Opts) -> ExitCode {
+    if let Mode::Http(command) = &opts.mode {
+        return run_http(command.clone(), &opts).await;
+    }
     let command = match &opts.mode {
+        Mode::Http(_) => return ExitCode::from(64),
         Mode::Stdio(command) => command.clone(),
         Mode::RawEcho(bin) => {
             let bin = bin.clone().unwrap_or_else(|| {
@@ -420,6 +495,7 @@ fn print_json(figures: &[Figure], header: serde_json::Map<String, serde_json::Va
                 "max_us": (!f.hist.is_empty()).then(|| f.hist.max() as f64 / 1e3),
                 "server_cpu_us_per_call": f.cpu_per_call_us(f.server_cpu),
                 "driver_cpu_us_per_call": f.cpu_per_call_us(f.driver_cpu),
+                "kb_per_session": f.kb_per_session,
                 "note": f.run.as_ref().map(|r| r.note.clone()),
             })
         })
@@ -429,4 +505,139 @@ fn print_json(figures: &[Figure], header: serde_json::Map<String, serde_json::Va
     doc.insert("warmup_s".into(), opts.warmup.as_secs_f64().into());
     doc.insert("figures".into(), rows.into());
     println!("{}", serde_json::Value::Object(doc));
+}
+
+/// One HTTP workload against a running server.
+async fn run_http_one(w: Workload, server: &http::HttpServer, opts: &Opts) -> Result<Figure, String> {
+    let mut hist = histogram();
+    match w {
+        Workload::Http(n) => {
+            let mut conns = http::open_conns(server.port, opts.era, n).await?;
+            if opts.warmup > Duration::ZERO {
+                let mut scratch = histogram();
+                conns = http::echo_load(conns, opts.warmup, &mut scratch).await?.1;
+            }
+            let mark = CpuMark::start(server.pid);
+            let (run, mut conns) = http::echo_load(conns, opts.duration, &mut hist).await?;
+            let (server_cpu, driver_cpu) = mark.stop();
+            for c in &mut conns {
+                c.end_session().await?;
+            }
+            if run.calls == 0 {
+                return Err("no call completed in the measured time".to_owned());
+            }
+            Ok(Figure {
+                workload: w.name(),
+                run: Some(run),
+                hist,
+                mib_per_s: None,
+                server_cpu,
+                driver_cpu,
+                kb_per_session: None,
+                void: None,
+            })
+        }
+        Workload::Sessions => {
+            let (run, per, _) = http::sessions(server, opts.sessions).await?;
+            Ok(Figure {
+                workload: w.name(),
+                run: Some(run),
+                hist,
+                mib_per_s: None,
+                server_cpu: None,
+                driver_cpu: None,
+                kb_per_session: Some(per),
+                void: None,
+            })
+        }
+        _ => Err(format!("{} is not an HTTP workload", w.name())),
+    }
+}
+
+async fn run_http(command: Vec<String>, opts: &Opts) -> ExitCode {
+    let mut figures = Vec::new();
+    let mut header = serde_json::Map::new();
+    header.insert("command".into(), command.clone().into());
+    let mut server: Option<http::HttpServer> = None;
+    for &w in &opts.workloads {
+        if w == Workload::Sessions
+            && let Some(s) = server.take()
+        {
+            // Memory is measured on a fresh server: heap freed by earlier workloads would be
+            // reused by the sessions and hide their cost.
+            s.stop().await;
+        }
+        let s = match server.take() {
+            Some(s) => s,
+            None => match start_http(&command, opts.era).await {
+                Ok((s, info)) => {
+                    if !opts.json {
+                        println!("server pid {} · port {} · {info}", s.pid, s.port);
+                    }
+                    header.insert("serverInfo".into(), info.into());
+                    s
+                }
+                Err(e) => {
+                    figures.push(void(w.name(), format!("start: {e}")));
+                    continue;
+                }
+            },
+        };
+        match run_http_one(w, &s, opts).await {
+            Ok(figure) => {
+                if !opts.json {
+                    eprintln!("{} done", figure.workload);
+                }
+                figures.push(figure);
+                server = Some(s);
+            }
+            Err(reason) => {
+                figures.push(void(w.name(), reason));
+                s.stop().await;
+            }
+        }
+    }
+    if let Some(s) = server {
+        s.stop().await;
+    }
+    header.insert(
+        "protocolVersion".into(),
+        match opts.era {
+            Era::Handshake => proto::PROTOCOL_VERSION.into(),
+            Era::Stateless => format!("{} (stateless)", proto::STATELESS_VERSION).into(),
+            Era::Bare => "none (bare)".into(),
+        },
+    );
+    let any_void = figures.iter().any(|f| f.void.is_some());
+    if opts.json {
+        print_json(&figures, header, opts);
+    } else {
+        print_table(&figures, opts);
+    }
+    if any_void { ExitCode::from(2) } else { ExitCode::SUCCESS }
+}
+
+/// Starts the server and checks it speaks the era; returns it with its serverInfo.
+async fn start_http(command: &[String], era: Era) -> Result<(http::HttpServer, String), String> {
+    let server = http::HttpServer::spawn(command).await?;
+    let checked = async {
+        let mut c = http::HttpConn::connect(server.port, era).await?;
+        match era {
+            Era::Handshake => {
+                c.initialize().await?;
+                c.end_session().await?;
+                Ok::<_, String>("handshake era".to_owned())
+            }
+            Era::Stateless => c.discover().await.map(|info| format!("serverInfo {info}")),
+            Era::Bare => Ok("bare (no discovery)".to_owned()),
+        }
+    }
+    .await;
+    match checked {
+        Ok(info) => Ok((server, info)),
+        Err(e) => {
+            server.stop().await;
+            Err(e)
+        }
+    }
 }

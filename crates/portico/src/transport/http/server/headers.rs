@@ -1,6 +1,8 @@
 //! Stateless-era (2026-07-28) request headers: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`
 //! and `Mcp-Param-*` must agree with the body, or the request is refused with `-32020`.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::HeaderMap;
@@ -13,10 +15,10 @@ pub(crate) const NAME: &str = "mcp-name";
 pub(crate) const PARAM_PREFIX: &str = "mcp-param-";
 
 /// Decodes a header value: `=?base64?…?=` carries non-ASCII or unsafe values.
-pub(crate) fn decode_value(raw: &str) -> Option<String> {
+pub(crate) fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     match raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) {
-        Some(b64) => STANDARD.decode(b64).ok().and_then(|b| String::from_utf8(b).ok()),
-        None => Some(raw.to_owned()),
+        Some(b64) => STANDARD.decode(b64).ok().and_then(|b| String::from_utf8(b).ok()).map(Cow::Owned),
+        None => Some(Cow::Borrowed(raw)),
     }
 }
 
@@ -81,6 +83,11 @@ pub(crate) fn validate(headers: &HeaderMap, body: &BodyFacts<'_>) -> Result<(), 
 }
 
 /// `(property, header name)` for every top-level property annotated with `x-mcp-header`.
+/// True when the tool's input schema mirrors some property in an `Mcp-Param-*` header.
+pub(crate) fn mirrors_params(schema: &JsonObject) -> bool {
+    mirrored_params(schema).next().is_some()
+}
+
 fn mirrored_params(schema: &JsonObject) -> impl Iterator<Item = (&str, &str)> {
     schema
         .get("properties")

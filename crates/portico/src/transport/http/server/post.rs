@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body_util::BodyExt;
-use portico_schema::{ErrorObject, JsonObject, ProtocolVersion, RequestId, RequestMeta, methods};
+use portico_schema::{ErrorObject, JsonObject, ProtocolVersion, RequestId, methods};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
@@ -90,24 +90,88 @@ pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option
     }
 }
 
-/// The stateless-era facts of a request's `_meta`.
-struct ModernMeta {
+/// A request's `_meta` when it is the stateless era's (it names a protocol version): what the
+/// transport checks. The session decodes the rest (and caches the client's capabilities).
+struct ModernMeta<'a> {
     version: String,
+    /// `clientCapabilities`, present and an object.
     has_caps: bool,
+    /// What the header check needs from the params, found in the same pass, still raw.
+    target: RawTarget<'a>,
 }
 
-fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta>, ErrorObject> {
-    #[derive(Deserialize)]
-    struct Peek {
-        #[serde(rename = "_meta", default)]
-        meta: Option<RequestMeta>,
+/// The params members that `Mcp-Name` and `Mcp-Param-*` mirror, undecoded.
+#[derive(Default, Clone, Copy)]
+struct RawTarget<'a> {
+    name: Option<&'a RawValue>,
+    uri: Option<&'a RawValue>,
+    task_id: Option<&'a RawValue>,
+    arguments: Option<&'a RawValue>,
+}
+
+/// The params' `_meta`, decoded, and the members of [`RawTarget`], borrowed: one pass over the
+/// params. Other members are skipped; of those kept raw the last one wins, as they are only
+/// decoded for a stateless request (where the session's own decoding rejects duplicates).
+struct Peek<'a> {
+    meta: Option<MetaHead<'a>>,
+    target: RawTarget<'a>,
+}
+
+/// The members of `_meta` the transport needs; capabilities stay raw.
+#[derive(Deserialize)]
+struct MetaHead<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
+    protocol_version: Option<String>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+    client_capabilities: Option<&'a RawValue>,
+}
+
+impl<'de> Deserialize<'de> for Peek<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Peek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("params")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Peek<'de>, A::Error> {
+                let mut meta = None;
+                let mut target = RawTarget::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "_meta" if meta.is_some() => return Err(de::Error::duplicate_field("_meta")),
+                        "_meta" => meta = Some(map.next_value::<Option<MetaHead<'de>>>()?),
+                        "name" => target.name = Some(map.next_value()?),
+                        "uri" => target.uri = Some(map.next_value()?),
+                        "taskId" => target.task_id = Some(map.next_value()?),
+                        "arguments" => target.arguments = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Peek { meta: meta.flatten(), target })
+            }
+            // As a derived one-member struct would: `[meta]`.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Peek<'de>, A::Error> {
+                let meta =
+                    seq.next_element::<Option<MetaHead<'de>>>()?.ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                Ok(Peek { meta, target: RawTarget::default() })
+            }
+        }
+        d.deserialize_struct("Peek", &["_meta"], V)
     }
+}
+
+fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta<'_>>, ErrorObject> {
     let Some(p) = params else { return Ok(None) };
-    let peek: Peek =
+    let peek: Peek<'_> =
         serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
-    Ok(peek.meta.and_then(|m| {
-        let has_caps = m.client_capabilities.is_some();
-        m.protocol_version.map(|version| ModernMeta { version, has_caps })
+    let target = peek.target;
+    Ok(peek.meta.and_then(|meta| {
+        let has_caps = meta.client_capabilities.is_some_and(|c| c.get().starts_with('{'));
+        meta.protocol_version.map(|version| ModernMeta { version, has_caps, target })
     }))
 }
 
@@ -247,13 +311,13 @@ async fn stateless(
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
-    meta: ModernMeta,
+    meta: ModernMeta<'_>,
 ) -> Response {
     if !meta.has_caps {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
-    if let Err(e) = check_mirrored(shared, headers, &meta.version, method, params) {
+    if let Err(e) = check_mirrored(shared, headers, &meta.version, method, meta.target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     let ctx = Run::stateless(shared, headers, ext);
@@ -265,30 +329,42 @@ fn check_mirrored(
     headers: &HeaderMap,
     version: &str,
     method: &str,
-    params: Option<&RawValue>,
+    raw: RawTarget<'_>,
 ) -> Result<(), ErrorObject> {
-    #[derive(Deserialize)]
     struct Target<'a> {
-        #[serde(borrow, default)]
         name: Option<Cow<'a, str>>,
-        #[serde(borrow, default)]
         uri: Option<Cow<'a, str>>,
-        #[serde(borrow, default, rename = "taskId")]
         task_id: Option<Cow<'a, str>>,
-        #[serde(default)]
-        arguments: Option<JsonObject>,
+        arguments: Option<&'a RawValue>,
+    }
+    fn text(v: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, ErrorObject> {
+        match v {
+            None => Ok(None),
+            Some(v) => serde_json::from_str::<Option<Cow<'_, str>>>(v.get())
+                .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
+        }
     }
     // The tasks extension names the task in Mcp-Name on its methods (when the server has it;
     // otherwise they are unknown methods).
     let task_method = matches!(method, methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL)
         && shared.server.offers().tasks.load(std::sync::atomic::Ordering::Relaxed);
     let named = matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ);
-    let target: Target<'_> = match params {
-        Some(p) if named || task_method => {
-            serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?
+    let target = if named || task_method {
+        Target {
+            name: text(raw.name)?,
+            uri: text(raw.uri)?,
+            task_id: text(raw.task_id)?,
+            arguments: raw.arguments.filter(|a| a.get() != "null"),
         }
-        _ => Target { name: None, uri: None, task_id: None, arguments: None },
+    } else {
+        Target { name: None, uri: None, task_id: None, arguments: None }
     };
+    // `arguments` must be an object (or null) whatever the tool, as when it was decoded here.
+    if let Some(a) = target.arguments
+        && !a.get().starts_with('{')
+    {
+        return Err(ErrorObject::invalid_params("invalid params: arguments must be an object"));
+    }
     let name = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => target.name.as_deref(),
         methods::RESOURCES_READ => target.uri.as_deref(),
@@ -296,9 +372,23 @@ fn check_mirrored(
         _ => None,
     };
     let registry;
+    // The arguments are decoded only for a tool that mirrors some of them in headers.
+    let arguments: Option<JsonObject>;
     let tool = if method == methods::TOOLS_CALL {
         registry = shared.server.registry();
-        name.and_then(|n| registry.tools.get(n)).map(|e| (target.arguments.as_ref(), &e.def.input_schema))
+        match name.and_then(|n| registry.tools.get(n)).map(|e| &e.def.input_schema) {
+            Some(schema) if headers::mirrors_params(schema) => {
+                arguments = match target.arguments {
+                    Some(a) => Some(
+                        serde_json::from_str(a.get())
+                            .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?,
+                    ),
+                    None => None,
+                };
+                Some((arguments.as_ref(), schema))
+            }
+            _ => None,
+        }
     } else {
         None
     };
@@ -363,7 +453,14 @@ impl Run {
     async fn run(mut self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(self.buffer);
         let peer = self.root.with_out(tx);
-        let token = self.root.closed_token().child_token();
+        // A session's requests end with it (a child of its token). A stateless request is
+        // cancelled only by its response stream going away (`CancelOnDrop` below): a plain token,
+        // not a child of the endpoint-wide stateless peer's, whose tree would be one mutex shared
+        // by every stateless request on every worker.
+        let token = match &self.session {
+            Some(_) => self.root.closed_token().child_token(),
+            None => tokio_util::sync::CancellationToken::new(),
+        };
         lock(&self.in_flight).insert(id.clone(), token.clone());
         // Handlers may end a session stream early; the client resumes it with Last-Event-ID.
         let close = self.session.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
@@ -578,6 +675,11 @@ async fn forward(
 /// The HTTP status of a JSON answer: in 2026-07-28, errors about the request itself are 400
 /// and unknown methods 404.
 fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
+    // The usual case, without scanning the whole result: the envelope encoder writes
+    // `{"jsonrpc":"2.0","id":ID,"result":…}`.
+    if is_result(body) {
+        return (StatusCode::OK, Outcome::Ok);
+    }
     #[derive(Deserialize)]
     struct Code {
         code: i32,
@@ -595,6 +697,27 @@ fn status_of(body: &[u8], stateless: bool) -> (StatusCode, Outcome) {
         _ => StatusCode::OK,
     };
     (status, Outcome::Error)
+}
+
+/// True when `body` starts as `envelope::encode_result` writes a result response: the id (a
+/// number or a string) followed by `"result"`. False means "parse it to know".
+fn is_result(body: &[u8]) -> bool {
+    let Some(rest) = body.strip_prefix(br#"{"jsonrpc":"2.0","id":"#) else { return false };
+    let id_len = match rest.first() {
+        Some(b'"') => {
+            let mut i = 1;
+            loop {
+                match rest.get(i) {
+                    Some(b'\\') => i += 2,
+                    Some(b'"') => break i + 1,
+                    Some(_) => i += 1,
+                    None => return false,
+                }
+            }
+        }
+        _ => rest.iter().take_while(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E')).count(),
+    };
+    id_len > 0 && rest.get(id_len..).is_some_and(|r| r.starts_with(br#","result":"#))
 }
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
@@ -658,4 +781,27 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
     }
     let body = envelope::encode_batch(&replies);
     (StatusCode::OK, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_told_from_errors_without_a_parse() {
+        for (body, result) in [
+            (&br#"{"jsonrpc":"2.0","id":7,"result":{}}"#[..], true),
+            (br#"{"jsonrpc":"2.0","id":-7,"result":{"error":1}}"#, true),
+            (br#"{"jsonrpc":"2.0","id":"a\",\"result\":","error":{"code":1,"message":""}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":"x","result":[]}"#, true),
+            (br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, false),
+            (br#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"no"}}"#, false),
+            (br#"{"jsonrpc":"2.0","id":"unterminated"#, false),
+        ] {
+            assert_eq!(is_result(body), result, "{}", String::from_utf8_lossy(body));
+        }
+        let (status, outcome) = status_of(br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#, true);
+        assert_eq!((status, outcome), (StatusCode::NOT_FOUND, Outcome::Error));
+        assert_eq!(status_of(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#, true), (StatusCode::OK, Outcome::Ok));
+    }
 }

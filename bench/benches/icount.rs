@@ -1,0 +1,125 @@
+//! `icount SCENARIO ROUNDS`: a deterministic workload for instruction counting under
+//! `valgrind --tool=callgrind` (see `bench/gate.sh`, which runs each scenario at two round
+//! counts and divides the difference, so start-up cancels out).
+//!
+//! Everything runs in-process on a current-thread Tokio runtime (no thread hand-offs, no
+//! sockets, so the count is repeatable), against the bench server of `portico_bench::server`:
+//!
+//! - `echo-handshake`: over `portico::transport::memory`, after `initialize`: each round writes
+//!   64 `tools/call echo` requests, then reads and checks the 64 responses (one op = one echo);
+//! - `echo-stateless`: the same with the 2026-07-28 `_meta` on every request, no handshake;
+//! - `list`: one `tools/list` (1002 tools) per round, handshake era;
+//! - `http-stateless`: one stateless `POST /mcp` echo per round through Portico's Streamable HTTP
+//!   router (`HttpEndpoint::router`, called as a tower service: the HTTP layer without sockets);
+//! - `http-handshake`: the same within one session (`initialize` first).
+//!
+//! With ROUNDS = 0 only the set-up runs. Any unexpected response panics (the count would be
+//! meaningless).
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
+
+use axum::body::Body;
+use http_body_util::BodyExt;
+use portico::transport::FrameWriter;
+use portico_bench::inproc::{Client, INIT, check_echo, echo};
+use tower::ServiceExt;
+
+const WINDOW: u64 = 64;
+
+async fn pipelined(rounds: u64, stateless: bool) {
+    let mut c = Client::new(!stateless).await;
+    let mut id = 1;
+    for _ in 0..rounds {
+        for i in 0..WINDOW {
+            c.w.write_frame(&echo(id + i, stateless)).await.unwrap();
+        }
+        c.w.flush().await.unwrap();
+        let mut seen = 0u64;
+        for _ in 0..WINDOW {
+            let got = check_echo(&c.read().await, None);
+            assert!((id..id + WINDOW).contains(&got));
+            seen += got;
+        }
+        assert_eq!(seen, (id..id + WINDOW).sum::<u64>());
+        id += WINDOW;
+    }
+}
+
+async fn list(rounds: u64) {
+    let mut c = Client::new(true).await;
+    for id in 1..=rounds {
+        let req = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+        c.w.write_frame(req.as_bytes()).await.unwrap();
+        c.w.flush().await.unwrap();
+        let f = c.read().await;
+        // Cheap checks only: the count is of the server, not of a JSON tree here.
+        assert!(f.starts_with(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#).as_bytes()), "{f:?}");
+        assert!(memchr::memmem::find(&f, b"\"noop_999\"").is_some());
+    }
+}
+
+fn post(body: Vec<u8>, session: Option<&str>, stateless_method: Option<(&str, &str)>) -> http::Request<Body> {
+    let mut b = http::Request::post("/mcp")
+        .header("host", "127.0.0.1:1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(s) = session {
+        b = b.header("mcp-session-id", s).header("mcp-protocol-version", "2025-11-25");
+    }
+    if let Some((method, name)) = stateless_method {
+        b = b.header("mcp-protocol-version", "2026-07-28").header("mcp-method", method).header("mcp-name", name);
+    }
+    b.body(Body::from(body)).unwrap()
+}
+
+async fn http(rounds: u64, stateless: bool) {
+    use portico::transport::http::server::StreamableHttp;
+    let router = StreamableHttp::new(portico_bench::server()).without_legacy_sse().build().router("/mcp");
+    let mut session = None;
+    if !stateless {
+        let r = router.clone().oneshot(post(INIT.as_bytes().to_vec(), None, None)).await.unwrap();
+        assert_eq!(r.status(), 200);
+        session = Some(r.headers()["mcp-session-id"].to_str().unwrap().to_owned());
+        let r = router
+            .clone()
+            .oneshot(post(
+                br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec(),
+                session.as_deref(),
+                None,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 202);
+    }
+    for id in 1..=rounds {
+        let req = post(echo(id, stateless), session.as_deref(), stateless.then_some(("tools/call", "echo")));
+        let r = router.clone().oneshot(req).await.unwrap();
+        assert_eq!(r.status(), 200);
+        let body = r.into_body().collect().await.unwrap().to_bytes();
+        check_echo(&body, Some(id));
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
+        eprintln!("usage: icount echo-handshake|echo-stateless|list|http-stateless|http-handshake ROUNDS");
+        std::process::exit(64);
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        match scenario.as_str() {
+            "echo-handshake" => pipelined(rounds, false).await,
+            "echo-stateless" => pipelined(rounds, true).await,
+            "list" => list(rounds).await,
+            "http-stateless" => http(rounds, true).await,
+            "http-handshake" => http(rounds, false).await,
+            other => {
+                eprintln!("unknown scenario {other}");
+                std::process::exit(64);
+            }
+        }
+    });
+    // One op per round, except the pipelined echoes: WINDOW per round.
+    let per_round = if scenario.starts_with("echo-") { WINDOW } else { 1 };
+    println!("{scenario}: {} ops", rounds * per_round);
+}

@@ -1,0 +1,1 @@
+//! Nothing here: the micro-benchmarks are in `benches/micro.rs`.
