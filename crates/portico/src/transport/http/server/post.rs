@@ -475,11 +475,17 @@ impl Run {
         let busy = self.session.clone().map(Busy::new);
         let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
         let task_token = token.clone();
-        tokio::spawn(async move {
+        let mut task = Box::pin(async move {
             let out = run_request(service, peer, in_flight, q, task_token).await;
             let _ = fin_tx.send(out.map(|(_, b)| Bytes::from(b)));
             drop(busy);
         });
+        // As in the engine's dispatcher: a request that completes at once is answered without
+        // a task of its own; one that waits continues in its own task.
+        let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
+        if pending {
+            tokio::spawn(task);
+        }
         // In 2026-07-28 a response stream that goes away cancels the request.
         let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
 
