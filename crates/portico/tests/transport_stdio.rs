@@ -236,6 +236,23 @@ async fn writer_coalesces_frames() {
 }
 
 #[tokio::test]
+async fn large_frames_bypass_the_buffer_and_keep_the_order() {
+    let sink = Counting::default();
+    let mut writer = LineWriter::new(sink.clone()).with_buffer_size(1024);
+    let big = format!("{{\"blob\":\"{}\"}}", "x".repeat(10_000));
+    let mut expected = Vec::new();
+    for frame in [b"{\"a\":1}".as_slice(), big.as_bytes(), b"{\"b\":2}", big.as_bytes(), big.as_bytes(), b"{}"] {
+        writer.write_frame(frame).await.expect("write");
+        expected.extend_from_slice(frame);
+        expected.push(b'\n');
+    }
+    writer.flush().await.expect("flush");
+    assert_eq!(*sink.bytes.lock().expect("lock"), expected, "every frame whole, in order, one per line");
+    assert_eq!(writer.buffered(), 0, "nothing left behind after the flush");
+    assert!(sink.writes.load(Ordering::SeqCst) <= 8);
+}
+
+#[tokio::test]
 async fn writer_refuses_raw_newline_and_writes_after_close() {
     let mut writer = LineWriter::new(Counting::default());
     let err = writer.write_frame(b"{\"a\":\n1}").await.expect_err("raw newline");

@@ -235,6 +235,14 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
         if memchr::memchr(b'\n', frame).is_some() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame contains a raw newline"));
         }
+        if frame.len() >= self.buffer_size {
+            // A frame larger than the buffer goes out as it is: copying it in first would only
+            // cost a copy (and a buffer that size). Its line end follows with the next write.
+            self.drain().await?;
+            self.writer.as_mut().ok_or_else(closed)?.write_all(frame).await?;
+            self.buf.push(b'\n');
+            return Ok(());
+        }
         self.buf.reserve(frame.len() + 1);
         self.buf.extend_from_slice(frame);
         self.buf.push(b'\n');
