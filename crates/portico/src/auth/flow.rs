@@ -218,16 +218,13 @@ impl OAuthClient {
             token_endpoint: session.token_endpoint.clone(),
             ..Default::default()
         });
-        let key = self.inner.cfg.signing_key.as_deref();
-        let auth = token::choose_auth(&session.client, key, &meta);
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
             ("refresh_token", refresh_token.clone()),
             ("resource", session.resource.clone()),
         ];
         let bound = session.tokens.token_type.eq_ignore_ascii_case("dpop");
-        let dpop = self.dpop(st, &meta, bound);
-        let mut tokens = token::request_token(&self.inner.http, &meta, &session.client, auth, form, dpop).await?;
+        let mut tokens = self.request_token(st, &meta, &session.client, form, bound).await?;
         if tokens.refresh_token.is_none() {
             tokens.refresh_token = Some(refresh_token); // not rotated: keep the old one
         }
@@ -443,13 +440,26 @@ impl OAuthClient {
             ("code_verifier", verifier),
             ("resource", found.resource.clone()),
         ];
-        let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), meta);
-        let dpop = self.dpop(st, meta, false);
-        let mut tokens = token::request_token(&self.inner.http, meta, client, auth, form, dpop).await?;
+        let mut tokens = self.request_token(st, meta, client, form, false).await?;
         if tokens.scope.is_none() {
             tokens.scope = scope.map(str::to_owned);
         }
         Ok(tokens)
+    }
+
+    /// A token request to `meta`'s token endpoint for `client`, authenticated as the server
+    /// allows, with a DPoP proof when the server binds tokens (or `bound`: refreshing bound ones).
+    async fn request_token(
+        &self,
+        st: &mut State,
+        meta: &AuthorizationServerMetadata,
+        client: &ClientInfo,
+        form: Vec<(&str, String)>,
+        bound: bool,
+    ) -> Result<TokenSet, AuthError> {
+        let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), meta);
+        let dpop = self.dpop(st, meta, bound);
+        token::request_token(&self.inner.http, meta, client, auth, form, dpop).await
     }
 
     /// The client credentials grant.
@@ -465,9 +475,7 @@ impl OAuthClient {
             form.push(("scope", s.to_owned()));
         }
         form.push(("resource", found.resource.clone()));
-        let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
-        let dpop = self.dpop(st, &found.meta, false);
-        token::request_token(&self.inner.http, &found.meta, client, auth, form, dpop).await
+        self.request_token(st, &found.meta, client, form, false).await
     }
 }
 
@@ -491,9 +499,7 @@ impl OAuthClient {
             form.push(("scope", s.to_owned()));
         }
         form.push(("resource", found.resource.clone()));
-        let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), &found.meta);
-        let dpop = self.dpop(st, &found.meta, false);
-        token::request_token(&self.inner.http, &found.meta, client, auth, form, dpop).await
+        self.request_token(st, &found.meta, client, form, false).await
     }
 
     /// Exchanges the user's ID token for an ID-JAG for the authorization server.

@@ -1,7 +1,5 @@
 //! The client's middleware stack: the innermost service sends the request over the connection.
 
-use std::task::{Context, Poll};
-
 use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
@@ -39,39 +37,26 @@ pub(super) async fn send(
 }
 
 /// The innermost service: the request goes out on the connection.
-#[derive(Clone, Copy)]
-struct Endpoint;
-
-impl tower::Service<McpRequest> for Endpoint {
-    type Response = McpResponse;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<McpResponse, BoxError>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: McpRequest) -> Self::Future {
-        let (_, method, params, _, route) = req.into_parts();
-        #[allow(irrefutable_let_patterns)]
-        let Route::Client(peer, options) = route else {
-            return async { Err(BoxError::from("a server request reached the client's stack")) }.boxed();
-        };
-        async move {
-            match peer.request_raw(&method, params.as_deref(), options).await {
-                Ok(raw) => Ok(McpResponse::from_outcome(Ok(Bytes::from(String::from(raw.get()))))),
-                // The server's JSON-RPC errors are answers layers see; the rest are failures.
-                Err(e) => match e.peer_error() {
-                    Some(obj) => Ok(McpResponse::error(obj.clone())),
-                    None => Err(Box::new(e) as BoxError),
-                },
-            }
+fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>> {
+    let (_, method, params, _, route) = req.into_parts();
+    #[allow(irrefutable_let_patterns)]
+    let Route::Client(peer, options) = route else {
+        return async { Err(BoxError::from("a server request reached the client's stack")) }.boxed();
+    };
+    async move {
+        match peer.request_raw(&method, params.as_deref(), options).await {
+            Ok(raw) => Ok(McpResponse::from_outcome(Ok(Bytes::from(String::from(raw.get()))))),
+            // The server's JSON-RPC errors are answers layers see; the rest are failures.
+            Err(e) => match e.peer_error() {
+                Some(obj) => Ok(McpResponse::error(obj.clone())),
+                None => Err(Box::new(e) as BoxError),
+            },
         }
-        .boxed()
     }
+    .boxed()
 }
 
 /// Builds the stack once; `None` without layers.
 pub(super) fn build(layers: &[LayerFn]) -> Option<Stack> {
-    (!layers.is_empty()).then(|| build_stack(Stack::new(Endpoint), layers))
+    (!layers.is_empty()).then(|| build_stack(Stack::new(tower::service_fn(endpoint)), layers))
 }

@@ -269,7 +269,7 @@ impl<S: Service> Dispatcher<S> {
         let token = CancellationToken::new();
         lock(&self.in_flight).insert(q.id.clone(), token.clone());
         let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
-        let mut task = Box::pin(async move {
+        run_now_or_spawn(async move {
             if let Some(bytes) = fut.await {
                 // The response waits for queue space; the permit is held until then, which is
                 // the backpressure on a peer that does not read its responses.
@@ -278,12 +278,6 @@ impl<S: Service> Dispatcher<S> {
             }
             drop(permit);
         });
-        // A request that completes at once (no await that waits) is answered here, without a
-        // task of its own; one that waits continues in its own task, polled again there.
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        if task.as_mut().poll(&mut cx).is_pending() {
-            tokio::spawn(task);
-        }
     }
 
     async fn on_batch(&self, items: Vec<&RawValue>) {
@@ -322,6 +316,17 @@ impl<S: Service> Dispatcher<S> {
             }
             drop(permit);
         });
+    }
+}
+
+/// Runs `fut` to its first wait here; only a future that waits gets a task of its own (and is
+/// polled again there). A request that completes at once (an echo, a cached listing) is so
+/// answered without a spawn, a scheduler hand-off or a wake-up.
+pub(crate) fn run_now_or_spawn(fut: impl Future<Output = ()> + Send + 'static) {
+    let mut task = Box::pin(fut);
+    let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
+    if pending {
+        tokio::spawn(task);
     }
 }
 

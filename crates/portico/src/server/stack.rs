@@ -43,28 +43,14 @@ pub(super) fn call(
 }
 
 /// The innermost service: the era layer and the handlers.
-#[derive(Clone, Copy)]
-struct Endpoint;
-
-impl tower::Service<McpRequest> for Endpoint {
-    type Response = McpResponse;
-    type Error = BoxError;
-    type Future = BoxFuture<'static, Result<McpResponse, BoxError>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: McpRequest) -> Self::Future {
-        let (id, method, params, extensions, route) = req.into_parts();
-        #[allow(irrefutable_let_patterns)]
-        let crate::middleware::Route::Server(r) = route else {
-            return async { Err(BoxError::from("a client request reached the server's stack")) }.boxed();
-        };
-        let incoming =
-            IncomingRequest { id, method, params, cancel: r.cancel, close_stream: r.close_stream, extensions };
-        r.session.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
-    }
+fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>> {
+    let (id, method, params, extensions, route) = req.into_parts();
+    #[allow(irrefutable_let_patterns)]
+    let crate::middleware::Route::Server(r) = route else {
+        return async { Err(BoxError::from("a client request reached the server's stack")) }.boxed();
+    };
+    let incoming = IncomingRequest { id, method, params, cancel: r.cancel, close_stream: r.close_stream, extensions };
+    r.session.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
 }
 
 /// Sends `tools/call` of a tool with layers of its own through them.
@@ -96,7 +82,7 @@ pub(super) fn middleware_stack(layers: &[LayerFn], per_tool: &HashMap<String, Ve
     if layers.is_empty() && per_tool.is_empty() {
         return None;
     }
-    let endpoint = Stack::new(Endpoint);
+    let endpoint = Stack::new(tower::service_fn(endpoint));
     let inner = if per_tool.is_empty() {
         endpoint
     } else {

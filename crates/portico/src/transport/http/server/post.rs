@@ -18,7 +18,7 @@ use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
-use crate::rpc::{InFlight, Peer, Queued, lock, route_notification, run_request};
+use crate::rpc::{InFlight, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
 use crate::server::session::Session;
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
@@ -475,17 +475,11 @@ impl Run {
         let busy = self.session.clone().map(Busy::new);
         let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
         let task_token = token.clone();
-        let mut task = Box::pin(async move {
+        run_now_or_spawn(async move {
             let out = run_request(service, peer, in_flight, q, task_token).await;
             let _ = fin_tx.send(out.map(|(_, b)| Bytes::from(b)));
             drop(busy);
         });
-        // As in the engine's dispatcher: a request that completes at once is answered without
-        // a task of its own; one that waits continues in its own task.
-        let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
-        if pending {
-            tokio::spawn(task);
-        }
         // In 2026-07-28 a response stream that goes away cancels the request.
         let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
 
