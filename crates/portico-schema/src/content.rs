@@ -73,6 +73,7 @@ pub struct TextContent {
     #[serde(rename = "type", default)]
     kind: tags::Text,
     /// The text.
+    #[serde(serialize_with = "crate::long_text::serialize")]
     pub text: String,
     /// Hints for the client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +106,7 @@ pub struct ImageContent {
     #[serde(rename = "type", default)]
     kind: tags::Image,
     /// Base64-encoded image data.
+    #[serde(serialize_with = "crate::long_text::serialize")]
     pub data: String,
     /// MIME type, e.g. `image/png`.
     pub mime_type: String,
@@ -139,6 +141,7 @@ pub struct AudioContent {
     #[serde(rename = "type", default)]
     kind: tags::Audio,
     /// Base64-encoded audio data.
+    #[serde(serialize_with = "crate::long_text::serialize")]
     pub data: String,
     /// MIME type, e.g. `audio/wav`.
     pub mime_type: String,
@@ -294,6 +297,7 @@ pub struct TextResourceContents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// The text.
+    #[serde(serialize_with = "crate::long_text::serialize")]
     pub text: String,
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
@@ -326,6 +330,7 @@ pub struct BlobResourceContents {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// Base64-encoded bytes.
+    #[serde(serialize_with = "crate::long_text::serialize")]
     pub blob: String,
     /// `_meta`.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]

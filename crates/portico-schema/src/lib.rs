@@ -24,6 +24,7 @@ pub mod errors;
 pub mod jsonrpc;
 pub mod lifecycle;
 pub mod logging;
+mod long_text;
 pub mod meta;
 pub mod methods;
 pub mod mrtr;
