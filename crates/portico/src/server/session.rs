@@ -121,7 +121,7 @@ struct PeekMeta<'a> {
 }
 
 /// False only when `json` cannot contain a `_meta` member.
-fn may_hold_meta(json: &str) -> bool {
+pub(crate) fn may_hold_meta(json: &str) -> bool {
     // Underscores and backslashes are rare in params: look at each instead of running a
     // substring search (whose set-up costs more than the scan on short params).
     let b = json.as_bytes();

@@ -325,14 +325,19 @@ pub(crate) fn error_response(
     (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
+/// Whether the `Accept` header (absent: anything) admits the media type `what` (`type/subtype`),
+/// by name, `type/*` or `*/*`; media types compare case-insensitively.
 fn accepts(headers: &HeaderMap, what: &str) -> bool {
-    match headers.get(ACCEPT).and_then(|a| a.to_str().ok()) {
-        None => true,
-        Some(a) => a.split(',').any(|p| {
-            let p = p.split(';').next().unwrap_or("").trim();
-            p == what || p == "*/*" || p == format!("{}/*", what.split('/').next().unwrap_or(""))
-        }),
-    }
+    let Some(accept) = headers.get(ACCEPT) else { return true };
+    let what = what.as_bytes();
+    let main_type = what.split(|&b| b == b'/').next().unwrap_or(what);
+    // Byte slices: `str::split` sets up a searcher per call, which costs more than this scan.
+    accept.as_bytes().split(|&b| b == b',').any(|p| {
+        let p = p.split(|&b| b == b';').next().unwrap_or(p).trim_ascii();
+        p.eq_ignore_ascii_case(what)
+            || p == b"*/*"
+            || p.strip_suffix(b"/*").is_some_and(|t| t.eq_ignore_ascii_case(main_type))
+    })
 }
 
 async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -448,4 +453,30 @@ pub(crate) fn sse_response(body: axum::body::Body, session: Option<&str>) -> Res
         h.insert(SESSION_ID, id);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(ACCEPT, HeaderValue::from_str(v).expect("valid header"));
+        h
+    }
+
+    #[test]
+    fn accept_admits_by_name_wildcards_and_case() {
+        assert!(accepts(&HeaderMap::new(), "application/json"));
+        let both = with_accept("application/json, text/event-stream");
+        assert!(accepts(&both, "application/json") && accepts(&both, "text/event-stream"));
+        let json_only = with_accept("Application/JSON;q=0.9");
+        assert!(accepts(&json_only, "application/json"));
+        assert!(!accepts(&json_only, "text/event-stream"));
+        assert!(accepts(&with_accept("text/*"), "text/event-stream"));
+        assert!(!accepts(&with_accept("text/*"), "application/json"));
+        assert!(!accepts(&with_accept("application/*json"), "application/json"));
+        assert!(accepts(&with_accept("image/png, */*;q=0.1"), "application/json"));
+        assert!(!accepts(&with_accept("image/png"), "application/json"));
+    }
 }

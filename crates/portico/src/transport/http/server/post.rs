@@ -166,6 +166,10 @@ impl<'de> Deserialize<'de> for Peek<'de> {
 
 fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta<'_>>, ErrorObject> {
     let Some(p) = params else { return Ok(None) };
+    // An object without `_meta` decodes to no `_meta` whatever else it holds: skip the pass.
+    if p.get().starts_with('{') && !crate::server::session::may_hold_meta(p.get()) {
+        return Ok(None);
+    }
     let peek: Peek<'_> =
         serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
     let target = peek.target;
