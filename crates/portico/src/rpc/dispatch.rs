@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, warn};
 
-use super::envelope::{self, Frame, Incoming, Invalid};
+use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
 use super::peer::lock;
 use super::{IncomingRequest, Peer, RpcConfig, Service};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
@@ -72,7 +72,7 @@ async fn read_loop<R: FrameReader>(mut reader: R, tx: mpsc::Sender<Result<Bytes,
 
 async fn write_loop<W: FrameWriter>(
     mut writer: W,
-    mut rx: mpsc::Receiver<Vec<u8>>,
+    mut rx: mpsc::Receiver<Outgoing>,
     peer: Peer,
     done: CancellationToken,
 ) {
@@ -88,16 +88,16 @@ async fn write_loop<W: FrameWriter>(
                 _ = closed.cancelled() => {
                     // Closing: write what is already queued, then end the stream.
                     while let Ok(m) = rx.try_recv() {
-                        writer.write_frame(&m).await?;
+                        m.write_to(&mut writer).await?;
                     }
                     writer.flush().await?;
                     break;
                 }
             };
-            writer.write_frame(&first).await?;
+            first.write_to(&mut writer).await?;
             // Coalesce: write whatever else is queued, flush once the queue is empty.
             while let Ok(next) = rx.try_recv() {
-                writer.write_frame(&next).await?;
+                next.write_to(&mut writer).await?;
             }
             writer.flush().await?;
         }
@@ -300,7 +300,7 @@ impl<S: Service> Dispatcher<S> {
                     lock(&self.in_flight).insert(id.clone(), token.clone());
                     let q = Queued::new(id, &method, params);
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
-                    futures.push(async move { fut.await.map(|(_, b)| b) }.boxed());
+                    futures.push(async move { fut.await.map(|(_, b)| b.into_vec()) }.boxed());
                 }
             }
         }
@@ -374,7 +374,7 @@ pub(crate) async fn run_request<S: Service>(
     in_flight: InFlight,
     q: Queued,
     token: CancellationToken,
-) -> Option<(Peer, Vec<u8>)> {
+) -> Option<(Peer, Outgoing)> {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
     let request = IncomingRequest {
@@ -393,11 +393,11 @@ pub(crate) async fn run_request<S: Service>(
     };
     lock(&in_flight).remove(&id);
     let bytes = match outcome? {
-        Ok(Ok(result)) => envelope::encode_result(&id, &result),
-        Ok(Err(error)) => envelope::encode_error(Some(&id), &error),
+        Ok(Ok(result)) => envelope::encode_result(&id, result),
+        Ok(Err(error)) => envelope::encode_error(Some(&id), &error).into(),
         Err(_) => {
             warn!(%id, "request handler panicked");
-            envelope::encode_error(Some(&id), &ErrorObject::internal_error("the handler failed"))
+            envelope::encode_error(Some(&id), &ErrorObject::internal_error("the handler failed")).into()
         }
     };
     Some((peer, bytes))

@@ -6,6 +6,8 @@ use std::io::Write as _;
 
 use bytes::Bytes;
 use portico_schema::{ErrorObject, RequestId};
+
+use crate::transport::FrameWriter;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -278,15 +280,67 @@ fn push_id(out: &mut Vec<u8>, id: &RequestId) {
     }
 }
 
-/// `{"jsonrpc":"2.0","id":…,"result":…}` around an already serialized result.
-pub(crate) fn encode_result(id: &RequestId, result: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(result.len() + 40);
+/// Results at least this long are not copied into their envelope: the envelope's head, the
+/// result and the closing brace go to the transport as three parts.
+const SPLIT_RESULT: usize = 16 * 1024;
+
+/// One encoded message on its way to the transport.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// The whole message.
+    Frame(Vec<u8>),
+    /// A result response in parts: `head` (up to `"result":`), the result, then `}`.
+    Result { head: Vec<u8>, body: Bytes },
+}
+
+impl Outgoing {
+    /// The message as one buffer (parts are joined).
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Outgoing::Frame(v) => v,
+            Outgoing::Result { mut head, body } => {
+                head.reserve_exact(body.len() + 1);
+                head.extend_from_slice(&body);
+                head.push(b'}');
+                head
+            }
+        }
+    }
+
+    /// The message as [`Bytes`] (parts are joined).
+    pub(crate) fn into_bytes(self) -> Bytes {
+        Bytes::from(self.into_vec())
+    }
+
+    /// Writes the message as one frame, a result's parts without joining them.
+    pub(crate) async fn write_to<W: FrameWriter>(&self, writer: &mut W) -> std::io::Result<()> {
+        match self {
+            Outgoing::Frame(v) => writer.write_frame(v).await,
+            Outgoing::Result { head, body } => writer.write_frame_parts(&[head, body, b"}"]).await,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(v: Vec<u8>) -> Self {
+        Outgoing::Frame(v)
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":…}` around an already serialized result; a long result
+/// is not copied (see [`Outgoing::Result`]).
+pub(crate) fn encode_result(id: &RequestId, result: Bytes) -> Outgoing {
+    let small = result.len() < SPLIT_RESULT;
+    let mut out = Vec::with_capacity(if small { result.len() + 40 } else { 40 });
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     push_id(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    out.extend_from_slice(result);
+    if !small {
+        return Outgoing::Result { head: out, body: result };
+    }
+    out.extend_from_slice(&result);
     out.push(b'}');
-    out
+    Outgoing::Frame(out)
 }
 
 /// An error response; without an id when the request's id could not be read.
@@ -422,14 +476,21 @@ mod tests {
     #[test]
     fn encodes_compact_messages() {
         let id = RequestId::from("x\"y");
-        let r = encode_result(&id, br#"{"a":1}"#);
-        let v: serde_json::Value = serde_json::from_slice(&r).expect("valid json");
+        let r = encode_result(&id, Bytes::from_static(br#"{"a":1}"#));
+        assert!(matches!(r, Outgoing::Frame(_)), "a short result is copied into its envelope");
+        let v: serde_json::Value = serde_json::from_slice(&r.into_vec()).expect("valid json");
         assert_eq!(v["id"], "x\"y");
         assert_eq!(v["result"]["a"], 1);
+        // A long one stays apart, and joins to the same message.
+        let long = format!(r#"{{"s":"{}"}}"#, "z".repeat(SPLIT_RESULT));
+        let r = encode_result(&RequestId::Number(7), Bytes::from(long.clone()));
+        assert!(matches!(&r, Outgoing::Result { body, .. } if body.len() == long.len()));
+        let joined = r.into_vec();
+        assert_eq!(joined, format!(r#"{{"jsonrpc":"2.0","id":7,"result":{long}}}"#).into_bytes());
         let e = encode_error(None, &ErrorObject::parse_error("bad"));
         let v: serde_json::Value = serde_json::from_slice(&e).expect("valid json");
         assert!(v.get("id").is_none());
         assert_eq!(v["error"]["code"], -32700);
-        assert!(!r.contains(&b'\n'));
+        assert!(!joined.contains(&b'\n') && !e.contains(&b'\n'));
     }
 }

@@ -13,7 +13,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::envelope;
+use super::envelope::{self, Outgoing};
 use crate::error::{Error, ErrorKind};
 
 /// Receives `notifications/progress` for one outgoing request.
@@ -75,7 +75,7 @@ pub(crate) struct PeerShared {
 /// closing) but write to another stream: an HTTP request's own response stream.
 #[derive(Clone)]
 pub(crate) struct Peer {
-    out: mpsc::Sender<Vec<u8>>,
+    out: mpsc::Sender<Outgoing>,
     shared: Arc<PeerShared>,
 }
 
@@ -86,7 +86,7 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    pub(crate) fn new(out: mpsc::Sender<Vec<u8>>) -> Self {
+    pub(crate) fn new(out: mpsc::Sender<Outgoing>) -> Self {
         Peer {
             out,
             shared: Arc::new(PeerShared {
@@ -103,7 +103,7 @@ impl Peer {
 
     /// A sibling that writes to `out` and shares everything else.
     #[cfg(feature = "http-server")]
-    pub(crate) fn with_out(&self, out: mpsc::Sender<Vec<u8>>) -> Peer {
+    pub(crate) fn with_out(&self, out: mpsc::Sender<Outgoing>) -> Peer {
         Peer { out, shared: self.shared.clone() }
     }
 
@@ -138,16 +138,16 @@ impl Peer {
     }
 
     /// Queues an encoded message.
-    pub(crate) async fn send_raw(&self, bytes: Vec<u8>) -> Result<(), Error> {
+    pub(crate) async fn send_raw(&self, bytes: impl Into<Outgoing>) -> Result<(), Error> {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.out.send(bytes).await.map_err(|_| self.closed_error())
+        self.out.send(bytes.into()).await.map_err(|_| self.closed_error())
     }
 
     /// Queues an encoded message without waiting; drops it when the queue is full.
     pub(crate) fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
-        self.out.try_send(bytes).is_ok()
+        self.out.try_send(bytes.into()).is_ok()
     }
 
     /// Sends a notification.

@@ -47,6 +47,14 @@ pub trait FrameReader: Send + 'static {
 pub trait FrameWriter: Send + 'static {
     /// Writes one whole message; it may stay buffered until [`flush`](Self::flush).
     fn write_frame(&mut self, frame: &[u8]) -> impl Future<Output = io::Result<()>> + Send;
+    /// Writes one message given as consecutive parts (the engine sends a long result this way,
+    /// so that it is not copied into its envelope first). By default the parts are joined and
+    /// written with [`write_frame`](Self::write_frame); a writer that can send them as they are
+    /// overrides this.
+    fn write_frame_parts(&mut self, parts: &[&[u8]]) -> impl Future<Output = io::Result<()>> + Send {
+        let joined = parts.concat();
+        async move { self.write_frame(&joined).await }
+    }
     /// Sends everything buffered to the peer.
     fn flush(&mut self) -> impl Future<Output = io::Result<()>> + Send;
     /// Flushes and closes the writing direction: the peer sees end of stream.

@@ -252,6 +252,30 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
         Ok(())
     }
 
+    /// As [`write_frame`](FrameWriter::write_frame) for the joined parts, without joining
+    /// them: a part larger than the buffer is written as it is.
+    async fn write_frame_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        if self.writer.is_none() {
+            return Err(closed());
+        }
+        if parts.iter().any(|p| memchr::memchr(b'\n', p).is_some()) {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame contains a raw newline"));
+        }
+        for part in parts {
+            if part.len() >= self.buffer_size {
+                self.drain().await?;
+                self.writer.as_mut().ok_or_else(closed)?.write_all(part).await?;
+            } else {
+                self.buf.extend_from_slice(part);
+            }
+        }
+        self.buf.push(b'\n');
+        if self.buffered() >= self.buffer_size {
+            self.drain().await?;
+        }
+        Ok(())
+    }
+
     async fn flush(&mut self) -> io::Result<()> {
         self.drain().await?;
         self.writer.as_mut().ok_or_else(closed)?.flush().await
@@ -456,5 +480,29 @@ impl AsyncWrite for Stdout {
             StdoutKind::Pipe(p) => p.is_write_vectored(),
             StdoutKind::Blocking(s) => s.is_write_vectored(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames written whole and in parts, small and larger than the buffer, come out as the
+    /// same lines in order; a part with a raw newline is refused and nothing of it is written.
+    #[tokio::test]
+    async fn parts_make_the_same_lines_as_whole_frames() {
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        let mut w = LineWriter::new(a).with_buffer_size(64);
+        let big = format!(r#""{}""#, "x".repeat(200));
+        w.write_frame(b"[1]").await.expect("writes");
+        w.write_frame_parts(&[b"{\"a\":", big.as_bytes(), b"}"]).await.expect("writes");
+        w.write_frame_parts(&[b"[", b"2", b"]"]).await.expect("writes");
+        let refused = w.write_frame_parts(&[b"[", b"\n", b"]"]).await.expect_err("a raw newline");
+        assert_eq!(refused.kind(), io::ErrorKind::InvalidInput);
+        w.write_frame(b"[3]").await.expect("writes");
+        w.close().await.expect("closes");
+        let mut out = String::new();
+        b.read_to_string(&mut out).await.expect("reads");
+        assert_eq!(out, format!("[1]\n{{\"a\":{big}}}\n[2]\n[3]\n"));
     }
 }

@@ -18,7 +18,7 @@ use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
-use crate::rpc::{InFlight, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
+use crate::rpc::{InFlight, Outgoing, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
 use crate::server::session::Session;
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
@@ -274,7 +274,7 @@ async fn initialize(
     params: Option<&RawValue>,
 ) -> Response {
     let service = Arc::new(Session::new(shared.server.clone()));
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(shared.config.stream_buffer);
+    let (tx, mut rx) = mpsc::channel::<Outgoing>(shared.config.stream_buffer);
     let peer = Peer::new(tx);
     service.attach(peer.clone());
     let session = match shared.sessions.create(service, peer, super::principal(&ext)) {
@@ -292,7 +292,7 @@ async fn initialize(
     tokio::spawn(async move {
         while let Some(m) = rx.recv().await {
             let Some(s) = weak.upgrade() else { return };
-            s.emit(GET_STREAM, Bytes::from(m));
+            s.emit(GET_STREAM, m.into_bytes());
         }
     });
     let ctx = Run::session(shared, headers, ext, session.clone());
@@ -455,7 +455,7 @@ impl Run {
     /// Runs the request; answers JSON when the result comes before anything else (and JSON is
     /// acceptable), SSE otherwise.
     async fn run(mut self, id: RequestId, method: &str, params: Option<&RawValue>) -> (Response, Outcome) {
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(self.buffer);
+        let (tx, mut rx) = mpsc::channel::<Outgoing>(self.buffer);
         let peer = self.root.with_out(tx);
         // A session's requests end with it (a child of its token). A stateless request is
         // cancelled only by its response stream going away (`CancelOnDrop` below): a plain token,
@@ -481,7 +481,7 @@ impl Run {
         let task_token = token.clone();
         run_now_or_spawn(async move {
             let out = run_request(service, peer, in_flight, q, task_token).await;
-            let _ = fin_tx.send(out.map(|(_, b)| Bytes::from(b)));
+            let _ = fin_tx.send(out.map(|(_, b)| b.into_bytes()));
             drop(busy);
         });
         // In 2026-07-28 a response stream that goes away cancels the request.
@@ -541,14 +541,14 @@ impl Run {
                 let mut fin = None;
                 let closed_early = matches!(first, First::Closed);
                 match first {
-                    First::Message(Some(m)) => pending.push(Bytes::from(m)),
+                    First::Message(Some(m)) => pending.push(m.into_bytes()),
                     First::Message(None) | First::Closed => {}
                     First::Final(f) => fin = f,
                 }
                 if let Some(q) = queued {
-                    pending.push(Bytes::from(q));
+                    pending.push(q.into_bytes());
                     while let Ok(m) = rx.try_recv() {
-                        pending.push(Bytes::from(m));
+                        pending.push(m.into_bytes());
                     }
                 }
                 let close = match (closed_early, close) {
@@ -567,7 +567,7 @@ impl Run {
         &self,
         pending: Vec<Bytes>,
         fin: Option<Bytes>,
-        mut rx: mpsc::Receiver<Vec<u8>>,
+        mut rx: mpsc::Receiver<Outgoing>,
         fin_rx: oneshot::Receiver<Option<Bytes>>,
         guard: CancelOnDrop,
         close: CloseStream,
@@ -647,7 +647,7 @@ enum CloseStream {
 }
 
 enum First {
-    Message(Option<Vec<u8>>),
+    Message(Option<Outgoing>),
     Final(Option<Bytes>),
     /// The handler asked to end its stream before sending anything.
     Closed,
@@ -655,7 +655,7 @@ enum First {
 
 /// Passes messages to `emit` until the result arrives.
 async fn forward(
-    rx: &mut mpsc::Receiver<Vec<u8>>,
+    rx: &mut mpsc::Receiver<Outgoing>,
     mut fin_rx: oneshot::Receiver<Option<Bytes>>,
     emit: impl Fn(Bytes),
 ) -> Option<Bytes> {
@@ -663,12 +663,12 @@ async fn forward(
         tokio::select! {
             biased;
             m = rx.recv() => match m {
-                Some(m) => emit(Bytes::from(m)),
+                Some(m) => emit(m.into_bytes()),
                 None => return fin_rx.await.ok().flatten(),
             },
             f = &mut fin_rx => {
                 while let Ok(m) = rx.try_recv() {
-                    emit(Bytes::from(m));
+                    emit(m.into_bytes());
                 }
                 return f.ok().flatten();
             }
@@ -779,7 +779,7 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
         }
     }
     let _busy = Busy::new(s.clone());
-    replies.extend(futures_util::future::join_all(requests).await.into_iter().flatten().map(|(_, b)| b));
+    replies.extend(futures_util::future::join_all(requests).await.into_iter().flatten().map(|(_, b)| b.into_vec()));
     if replies.is_empty() {
         return accepted();
     }
