@@ -1,16 +1,17 @@
 //! A server child process and the driver's end of its stdio.
 
+use std::ops::Range;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::proto::{self, PROTOCOL_VERSION, excerpt};
 
-/// Pipe buffers on the driver's side.
+/// Pipe buffers on the driver's side; also the least room a read of the server's stdout is given.
 const IO_BUFFER: usize = 256 * 1024;
 
 /// How long without any response, while a request is outstanding, before the watchdog kills
@@ -39,9 +40,8 @@ pub struct Conn {
     child: Child,
     pub pid: u32,
     pub w: BufWriter<ChildStdin>,
-    pub r: BufReader<ChildStdout>,
-    /// The last line read, without its newline.
-    pub line: Vec<u8>,
+    /// The server's stdout; `r.line()` is the last line read.
+    pub r: Lines<ChildStdout>,
     /// Scratch for formatting requests.
     pub out: Vec<u8>,
     next_id: u64,
@@ -84,8 +84,7 @@ impl Conn {
             child,
             pid,
             w: BufWriter::with_capacity(IO_BUFFER, stdin),
-            r: BufReader::with_capacity(IO_BUFFER, stdout),
-            line: Vec::with_capacity(64 * 1024),
+            r: Lines::new(stdout),
             out: Vec::with_capacity(IO_BUFFER),
             next_id: 1,
             watch,
@@ -156,7 +155,7 @@ impl Conn {
         self.watch.active.store(true, Ordering::Relaxed);
         let result = loop {
             self.read_line().await?;
-            match proto::parse::<&serde_json::value::RawValue>(&self.line)? {
+            match proto::parse::<&serde_json::value::RawValue>(self.r.line())? {
                 proto::Parsed::Notification => continue,
                 proto::Parsed::Result(got, result) if got == id => {
                     break serde_json::from_str::<serde_json::Value>(result.get())
@@ -188,9 +187,9 @@ impl Conn {
         self.w.flush().await.map_err(|e| self.io_error("flush", e))
     }
 
-    /// Reads one line into `self.line` (without the newline).
+    /// Reads one line: `self.r.line()`.
     pub async fn read_line(&mut self) -> Result<(), String> {
-        match read_line(&mut self.r, &mut self.line).await {
+        match self.r.read_line().await {
             Ok(()) => {
                 self.watch.tick();
                 Ok(())
@@ -225,24 +224,66 @@ impl Conn {
     }
 }
 
-/// Reads one line into `line` (cleared first, newline removed); EOF is an error.
-#[inline]
-pub async fn read_line(r: &mut BufReader<ChildStdout>, line: &mut Vec<u8>) -> Result<(), String> {
-    line.clear();
-    match r.read_until(b'\n', line).await {
-        Ok(0) => Err("the server closed its stdout".to_owned()),
-        Ok(_) => {
-            if line.last() == Some(&b'\n') {
-                line.pop();
-                if line.last() == Some(&b'\r') {
-                    line.pop();
-                }
-                Ok(())
-            } else {
-                Err(format!("the server closed its stdout mid-line: {}", excerpt(line)))
+/// A line reader that reads straight into the buffer the lines are handed out from, so a
+/// 1 MB response line is not copied again from a read buffer into a line buffer, and the
+/// buffer's capacity is kept from one line to the next (no allocation once it has grown to the
+/// longest line).
+pub struct Lines<R> {
+    inner: R,
+    /// Bytes read: the current line, then whatever was read after it.
+    buf: Vec<u8>,
+    /// The current line in `buf`, newline (and a `\r` before it) removed.
+    line: Range<usize>,
+    /// Where the bytes after the current line's newline start.
+    next: usize,
+}
+
+impl<R: AsyncRead + Unpin> Lines<R> {
+    pub fn new(inner: R) -> Lines<R> {
+        Lines { inner, buf: Vec::with_capacity(IO_BUFFER), line: 0..0, next: 0 }
+    }
+
+    /// The last line read (empty before the first).
+    #[inline]
+    pub fn line(&self) -> &[u8] {
+        &self.buf[self.line.clone()]
+    }
+
+    /// Whether a complete line after the current one has been read already.
+    #[inline]
+    pub fn has_line(&self) -> bool {
+        memchr::memchr(b'\n', &self.buf[self.next..]).is_some()
+    }
+
+    /// Reads the next line; EOF is an error.
+    pub async fn read_line(&mut self) -> Result<(), String> {
+        let mut scanned = self.next;
+        loop {
+            if let Some(at) = memchr::memchr(b'\n', &self.buf[scanned..]) {
+                let (start, newline) = (self.next, scanned + at);
+                let end = if newline > start && self.buf[newline - 1] == b'\r' { newline - 1 } else { newline };
+                self.line = start..end;
+                self.next = newline + 1;
+                return Ok(());
+            }
+            scanned = self.buf.len();
+            if self.next > 0 {
+                // Only the start of a line is left (if anything): move it to the front. This
+                // happens at most once per line, as `next` is 0 until its newline is read.
+                self.buf.copy_within(self.next.., 0);
+                self.buf.truncate(self.buf.len() - self.next);
+                scanned -= self.next;
+                self.next = 0;
+                self.line = 0..0;
+            }
+            self.buf.reserve(IO_BUFFER);
+            match self.inner.read_buf(&mut self.buf).await {
+                Ok(0) if self.buf.is_empty() => return Err("the server closed its stdout".to_owned()),
+                Ok(0) => return Err(format!("the server closed its stdout mid-line: {}", excerpt(&self.buf))),
+                Ok(_) => {}
+                Err(e) => return Err(format!("read from the server failed: {e}")),
             }
         }
-        Err(e) => Err(format!("read from the server failed: {e}")),
     }
 }
 
@@ -269,5 +310,71 @@ async fn watchdog(pid: u32, watch: Arc<Watch>) {
             }
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+    use tokio::io::ReadBuf;
+
+    /// Hands out `data` at most `chunk` bytes per read.
+    struct Trickle {
+        data: Vec<u8>,
+        at: usize,
+        chunk: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            let n = self.chunk.min(buf.remaining()).min(self.data.len() - self.at);
+            buf.put_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    async fn read_all(data: &[u8], chunk: usize) -> (Vec<Vec<u8>>, String) {
+        let mut r = Lines::new(Trickle { data: data.to_vec(), at: 0, chunk });
+        let mut lines = Vec::new();
+        loop {
+            match r.read_line().await {
+                Ok(()) => lines.push(r.line().to_vec()),
+                Err(e) => return (lines, e),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_come_out_whole_whatever_the_reads() {
+        let long = vec![b'x'; 3 * IO_BUFFER + 17];
+        let mut data = b"a\n\nbc\r\n".to_vec();
+        data.extend_from_slice(&long);
+        data.extend_from_slice(b"\nlast\n");
+        let want = [&b"a"[..], b"", b"bc", &long, b"last"];
+        for chunk in [1, 2, 3, 7, 64 * 1024, usize::MAX] {
+            let (lines, e) = read_all(&data, chunk).await;
+            assert_eq!(lines, want, "chunk {chunk}");
+            assert_eq!(e, "the server closed its stdout", "chunk {chunk}");
+        }
+        let (lines, e) = read_all(b"one\ntw", 2).await;
+        assert_eq!(lines, [b"one"]);
+        assert!(e.contains("mid-line: tw"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn has_line_sees_only_complete_lines() {
+        let mut r = Lines::new(&b"1\n2\n3"[..]);
+        r.read_line().await.expect("a line");
+        assert_eq!((r.line(), r.has_line()), (&b"1"[..], true));
+        r.read_line().await.expect("a line");
+        assert_eq!((r.line(), r.has_line()), (&b"2"[..], false));
+        assert!(r.read_line().await.is_err());
     }
 }

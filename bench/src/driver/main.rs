@@ -251,8 +251,8 @@ impl Figure {
 #[derive(Default)]
 struct Ctx {
     seq_p99_us: Option<f64>,
-    tools: Option<usize>,
-    blob: Option<String>,
+    tools: Option<workloads::Listing>,
+    blob: Option<workloads::Blob>,
 }
 
 async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Result<Figure, String> {
@@ -285,19 +285,15 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
             (run, mark)
         }
         Workload::List => {
-            let expect = match ctx.tools {
-                Some(n) => n,
-                None => {
-                    let n = workloads::verify_tools(conn).await?;
-                    ctx.tools = Some(n);
-                    n
-                }
-            };
+            if ctx.tools.is_none() {
+                ctx.tools = Some(workloads::verify_tools(conn).await?);
+            }
+            let listing = ctx.tools.as_ref().ok_or("no verified listing")?;
             if warm {
-                workloads::list(conn, opts.warmup, expect, &mut scratch).await?;
+                workloads::list(conn, opts.warmup, listing, &mut scratch).await?;
             }
             let mark = CpuMark::start(conn.pid);
-            (workloads::list(conn, opts.duration, expect, &mut hist).await?, mark)
+            (workloads::list(conn, opts.duration, listing, &mut hist).await?, mark)
         }
         Workload::Blob => {
             if warm {

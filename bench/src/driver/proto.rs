@@ -248,6 +248,100 @@ pub fn request(buf: &mut Vec<u8>, id: u64, method: &str, params: Option<&str>, m
     buf.extend_from_slice(b"}\n");
 }
 
+/// A response line that was verified in full, kept to recognise later answers that are
+/// byte-identical to it but for the id.
+///
+/// A later line that equals the reference up to the top-level `id` value, that value being the
+/// id the driver sent this time, and the reference after it, is the verified response with
+/// only its id number token replaced: it is valid JSON, answers the request it should, and
+/// carries exactly the verified result.
+pub struct Template {
+    line: Vec<u8>,
+    /// Where the top-level `id` value (decimal digits) starts and ends in `line`.
+    id_at: usize,
+    id_end: usize,
+}
+
+impl Template {
+    /// `line` is a response, already parsed as JSON, to the request with id `id`. `None` when
+    /// its top-level `id` member is not found exactly once with the value written as the
+    /// driver's decimal digits: then there is no fast check and every answer is parsed.
+    pub fn new(line: &[u8], id: u64) -> Option<Template> {
+        let (id_at, id_end) = top_level_id(line)?;
+        let mut digits = itoa::Buffer::new();
+        (line[id_at..id_end] == *digits.format(id).as_bytes()).then(|| Template { line: line.to_vec(), id_at, id_end })
+    }
+
+    /// Whether `line` is the reference with `id` as its id (plain slice compares, i.e. memcmp).
+    #[inline]
+    pub fn matches(&self, line: &[u8], id: u64) -> bool {
+        let mut digits = itoa::Buffer::new();
+        let id = digits.format(id).as_bytes();
+        let (head, tail) = (&self.line[..self.id_at], &self.line[self.id_end..]);
+        let at = head.len() + id.len();
+        line.len() == at + tail.len()
+            && line[head.len()..at] == *id
+            && line[..head.len()] == *head
+            && line[at..] == *tail
+    }
+}
+
+/// The span of the value of the member `"id"` of the top-level object of `line` (valid JSON).
+///
+/// A byte search for `"id":` alone is not enough: an object key such as `x\"id` anywhere in the
+/// result holds those bytes too (the escaped quote before `id` is preceded by a backslash, the
+/// one after it is real). So this walks the line, skipping strings (and their escapes) and
+/// counting nesting, and takes only a key spelled `id` directly in the top-level object. The
+/// value is the run of number characters after the colon; the caller compares it with the id
+/// it expects. `None` if there is no such member, or more than one.
+fn top_level_id(line: &[u8]) -> Option<(usize, usize)> {
+    let skip_ws = |mut i: usize| {
+        while line.get(i).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    let mut depth = 0u32;
+    let mut found = None;
+    let mut i = 0;
+    while i < line.len() {
+        match line[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut end = start;
+                loop {
+                    end += memchr::memchr2(b'"', b'\\', line.get(end..)?)?;
+                    if line[end] == b'"' {
+                        break;
+                    }
+                    end += 2; // a backslash and the character it escapes
+                }
+                i = end + 1;
+                if depth == 1 && &line[start..end] == b"id" {
+                    let colon = skip_ws(i);
+                    if line.get(colon) == Some(&b':') {
+                        let at = skip_ws(colon + 1);
+                        let len = line[at..]
+                            .iter()
+                            .position(|b| !matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                            .unwrap_or(line.len() - at);
+                        if found.replace((at, at + len)).is_some() {
+                            return None;
+                        }
+                        i = at + len;
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        i += 1;
+    }
+    found
+}
+
 /// Checks an echo response: `content[0]` is text and equals the decimal id.
 #[inline]
 pub fn verify_echo(id: u64, result: &CallResult<'_>) -> Result<(), String> {
@@ -330,5 +424,89 @@ mod tests {
             Ok(Parsed::Result(1, r)) => assert_eq!((r.tools.0, r.next_cursor.as_deref()), (2, Some("YQ"))),
             _ => panic!("a result"),
         }
+    }
+
+    /// `line` with its top-level id (the decimal `from`, first occurrence of `"id":FROM` after
+    /// `after`) written as `to`.
+    fn with_id(line: &str, after: &str, from: u64, to: u64) -> Vec<u8> {
+        let key = format!("\"id\":{from}");
+        let at = line.find(after).expect("marker") + line[line.find(after).expect("marker")..].find(&key).expect("id");
+        format!("{}\"id\":{to}{}", &line[..at], &line[at + key.len()..]).into_bytes()
+    }
+
+    #[test]
+    fn template_takes_the_top_level_id_before_or_after_the_result() {
+        let before =
+            r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"x\"id","inputSchema":{"id":7}}],"n":{"id":7}}}"#;
+        let after = r#"{"jsonrpc":"2.0","result":{"tools":[{"name":"a","x\"id":7,"inputSchema":{"id":7}}],"n":{"id":7}},"id":7}"#;
+        for (line, marker) in [(before, "{\"jsonrpc"), (after, "}},\"id")] {
+            let t = Template::new(line.as_bytes(), 7).expect("a template");
+            assert!(t.matches(line.as_bytes(), 7), "{line}");
+            for id in [0, 8, 10, 123_456, u64::MAX] {
+                let other = with_id(line, marker, 7, id);
+                assert!(t.matches(&other, id), "{id}: {}", String::from_utf8_lossy(&other));
+                assert!(!t.matches(&other, 7), "{id}");
+                assert!(!t.matches(line.as_bytes(), id), "{id}");
+                match parse::<&RawValue>(&other) {
+                    Ok(Parsed::Result(got, _)) => assert_eq!(got, id),
+                    _ => panic!("a result"),
+                }
+            }
+            // The nested ids (including the one after the escaped quote) are not the one.
+            for nested in [line.find("x\\\"id").expect("key"), line.find("\"inputSchema").expect("schema")] {
+                let other = with_id(line, &line[nested..nested + 4], 7, 8);
+                assert!(!t.matches(&other, 7) && !t.matches(&other, 8), "{}", String::from_utf8_lossy(&other));
+            }
+        }
+    }
+
+    #[test]
+    fn template_handles_id_widths_and_spaces() {
+        for (first, later) in [(9, 10), (10, 9), (1, 10_000_000_000), (99_999, 100_000)] {
+            let line = format!(
+                r#"{{ "result" : {{"contents":[{{"text":"\\\"id\":{first},"}}]}} , "id" : {first} , "jsonrpc":"2.0"}}"#
+            );
+            serde_json::from_str::<Value>(&line).expect("valid JSON");
+            let t = Template::new(line.as_bytes(), first).expect("a template");
+            let other = line.replacen(&format!(": {first} ,"), &format!(": {later} ,"), 1);
+            assert_ne!(other, line);
+            assert!(t.matches(other.as_bytes(), later), "{other}");
+            assert!(!t.matches(other.as_bytes(), first), "{other}");
+        }
+    }
+
+    #[test]
+    fn template_rejects_any_other_byte() {
+        let line = br#"{"jsonrpc":"2.0","id":42,"result":{"contents":[{"uri":"bench://blob/8","text":"a\"b\\c\n"}]}}"#;
+        let t = Template::new(line, 42).expect("a template");
+        let later = with_id(std::str::from_utf8(line).expect("utf-8"), "{", 42, 1000);
+        assert!(t.matches(&later, 1000));
+        for i in 0..later.len() {
+            let mut changed = later.clone();
+            changed[i] ^= 0x01;
+            assert!(!t.matches(&changed, 1000), "byte {i} changed");
+        }
+        let mut longer = later.clone();
+        longer.push(b' ');
+        assert!(!t.matches(&longer, 1000));
+        assert!(!t.matches(&later[..later.len() - 1], 1000));
+        assert!(!t.matches(b"", 1000));
+    }
+
+    #[test]
+    fn template_needs_one_top_level_id_with_the_sent_value() {
+        for (line, id) in [
+            (&br#"{"jsonrpc":"2.0","id":7,"result":{}}"#[..], 8),
+            (br#"{"jsonrpc":"2.0","id":"7","result":{}}"#, 7),
+            (br#"{"jsonrpc":"2.0","id":7.0,"result":{}}"#, 7),
+            (br#"{"jsonrpc":"2.0","id":07,"result":{}}"#, 7),
+            (br#"{"jsonrpc":"2.0","result":{"id":7}}"#, 7),
+            (br#"{"jsonrpc":"2.0","id":7,"id":7,"result":{}}"#, 7),
+            (br#"{"jsonrpc":"2.0","result":{"x\"id":7}}"#, 7),
+            (br#"{"jsonrpc":"2.0","x\"id":7,"result":{}}"#, 7),
+        ] {
+            assert!(Template::new(line, id).is_none(), "{}", String::from_utf8_lossy(line));
+        }
+        assert!(Template::new(br#"{"jsonrpc":"2.0","id":7,"result":{}}"#, 7).is_some());
     }
 }

@@ -6,12 +6,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
 
-use crate::conn::{Conn, Watch, read_line};
-use crate::proto::{self, CallResult, ListResult, Parsed, ReadResult, echo_request, excerpt, parse, verify_echo};
+use crate::conn::{Conn, Lines, Watch};
+use crate::proto::{
+    self, CallResult, ListResult, Parsed, ReadResult, Template, echo_request, excerpt, parse, verify_echo,
+};
 
 pub fn histogram() -> Histogram<u64> {
     // 1 ns .. 100 s at 3 significant figures.
@@ -36,14 +38,14 @@ async fn await_echo(conn: &mut Conn, id: u64) -> Result<Instant, String> {
     loop {
         conn.read_line().await?;
         let at = Instant::now();
-        match parse::<CallResult<'_>>(&conn.line)? {
+        match parse::<CallResult<'_>>(conn.r.line())? {
             Parsed::Notification => continue,
             Parsed::Result(got, result) if got == id => {
                 verify_echo(id, &result)?;
                 return Ok(at);
             }
             Parsed::Result(got, _) => {
-                return Err(format!("waiting for response {id}, got {got}: {}", excerpt(&conn.line)));
+                return Err(format!("waiting for response {id}, got {got}: {}", excerpt(conn.r.line())));
             }
         }
     }
@@ -121,7 +123,7 @@ pub async fn pipe(conn: &mut Conn, window: u64, duration: Duration, hist: &mut H
     };
     conn.watch.active.store(true, Ordering::Relaxed);
     let deadline = pipe.base + duration;
-    let (w, out, r, line, watch) = (&mut conn.w, &mut conn.out, &mut conn.r, &mut conn.line, &conn.watch);
+    let (w, out, r, watch) = (&mut conn.w, &mut conn.out, &mut conn.r, &conn.watch);
     let (written, read) = tokio::join!(
         async {
             let r = pipe_writer(&pipe, w, out, deadline).await;
@@ -131,7 +133,7 @@ pub async fn pipe(conn: &mut Conn, window: u64, duration: Duration, hist: &mut H
             r
         },
         async {
-            let r = pipe_reader(&pipe, r, line, watch, hist).await;
+            let r = pipe_reader(&pipe, r, watch, hist).await;
             if r.is_err() {
                 pipe.stop.store(true, Ordering::Relaxed);
                 pipe.room.notify_one();
@@ -195,16 +197,15 @@ async fn pipe_writer(
 
 async fn pipe_reader(
     pipe: &Pipe<'_>,
-    r: &mut BufReader<ChildStdout>,
-    line: &mut Vec<u8>,
+    r: &mut Lines<ChildStdout>,
     watch: &Watch,
     hist: &mut Histogram<u64>,
 ) -> Result<(u64, Duration), String> {
     let mut completed = 0u64;
     loop {
-        read_line(r, line).await?;
+        r.read_line().await?;
         let now = pipe.base.elapsed();
-        match parse::<CallResult<'_>>(line)? {
+        match parse::<CallResult<'_>>(r.line())? {
             Parsed::Notification => {}
             Parsed::Result(id, result) => {
                 let slot = (id & pipe.mask) as usize;
@@ -222,7 +223,7 @@ async fn pipe_reader(
                 }
             }
         }
-        if memchr::memchr(b'\n', r.buffer()).is_none() {
+        if !r.has_line() {
             pipe.completed.store(completed, Ordering::Release);
             pipe.room.notify_one();
             watch.tick();
@@ -265,7 +266,7 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
             loop {
                 conn.read_line().await?;
                 let at = Instant::now();
-                match parse::<CallResult<'_>>(&conn.line)? {
+                match parse::<CallResult<'_>>(conn.r.line())? {
                     Parsed::Notification => continue,
                     Parsed::Result(got, result) if got == id => {
                         verify_echo(id, &result)?;
@@ -289,7 +290,7 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
         busy += last - slept;
         loop {
             conn.read_line().await?;
-            match parse::<CallResult<'_>>(&conn.line)? {
+            match parse::<CallResult<'_>>(conn.r.line())? {
                 Parsed::Notification => continue,
                 Parsed::Result(got, result) if got == sleep_id => {
                     let took = slept.elapsed();
@@ -321,8 +322,46 @@ pub async fn hol(conn: &mut Conn, rounds: u32, hist: &mut Histogram<u64>) -> Res
     })
 }
 
+/// How many answers a workload recognised as byte-identical to a verified one (`fast`) and how
+/// many it parsed and checked (`full`).
+#[derive(Default, Clone, Copy)]
+pub struct Checks {
+    pub fast: u64,
+    pub full: u64,
+}
+
+impl Checks {
+    fn note(&self) -> String {
+        format!(
+            "{} of {} answers byte-identical to the verified first but for the id (fast check)",
+            self.fast,
+            self.fast + self.full
+        )
+    }
+}
+
+/// The listing `verify_tools` checked in depth: its tool count, and per page what later pages
+/// are recognised by.
+pub struct Listing {
+    pub tools: usize,
+    pages: Vec<Page>,
+}
+
+/// One page of the verified listing.
+struct Page {
+    /// The cursor that was sent for it (`None` for the first page).
+    cursor: Option<String>,
+    /// Its response line, if its id could be located.
+    template: Option<Template>,
+    tools: usize,
+    next_cursor: Option<String>,
+}
+
 /// Lists every tool, following cursors; returns (tools, pages, tools on the first page).
-async fn list_all(conn: &mut Conn) -> Result<(usize, u32, usize), String> {
+///
+/// A page whose cursor and response line (but for the id) are those of the same page of the
+/// verified listing is taken as that page; any other is parsed for its count and cursor.
+async fn list_all(conn: &mut Conn, listing: &Listing, checks: &mut Checks) -> Result<(usize, u32, usize), String> {
     let mut cursor: Option<String> = None;
     let mut tools = 0;
     let mut pages = 0;
@@ -333,20 +372,28 @@ async fn list_all(conn: &mut Conn) -> Result<(usize, u32, usize), String> {
         let params = cursor.as_ref().map(|c| serde_json::json!({ "cursor": c }).to_string());
         proto::request(&mut conn.out, id, "tools/list", params.as_deref(), conn.meta.as_deref());
         conn.send_out().await?;
-        let next = loop {
+        let reference = listing.pages.get(pages as usize).filter(|p| p.cursor == cursor);
+        let (count, next) = loop {
             conn.read_line().await?;
-            match parse::<ListResult<'_>>(&conn.line)? {
+            if let Some(page) = reference
+                && page.template.as_ref().is_some_and(|t| t.matches(conn.r.line(), id))
+            {
+                checks.fast += 1;
+                break (page.tools, page.next_cursor.clone());
+            }
+            match parse::<ListResult<'_>>(conn.r.line())? {
                 Parsed::Notification => continue,
                 Parsed::Result(got, result) if got == id => {
-                    if pages == 0 {
-                        first_page = result.tools.0;
-                    }
-                    tools += result.tools.0;
-                    break result.next_cursor.map(Cow::into_owned);
+                    checks.full += 1;
+                    break (result.tools.0, result.next_cursor.map(Cow::into_owned));
                 }
                 Parsed::Result(got, _) => return Err(format!("waiting for response {id}, got {got}")),
             }
         };
+        if pages == 0 {
+            first_page = count;
+        }
+        tools += count;
         pages += 1;
         match next {
             Some(next) if pages < 10_000 => cursor = Some(next),
@@ -356,10 +403,12 @@ async fn list_all(conn: &mut Conn) -> Result<(usize, u32, usize), String> {
     }
 }
 
-/// Untimed: one full listing checked in depth (names, descriptions, schemas).
-pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
+/// Untimed: one full listing checked in depth (names, descriptions, schemas); its pages are
+/// kept to recognise later listings by.
+pub async fn verify_tools(conn: &mut Conn) -> Result<Listing, String> {
     let mut cursor: Option<String> = None;
     let mut names = std::collections::HashSet::new();
+    let mut pages = Vec::new();
     loop {
         let id = conn.next_id();
         conn.out.clear();
@@ -369,7 +418,7 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
         conn.watch.active.store(true, Ordering::Relaxed);
         let result = loop {
             conn.read_line().await?;
-            match parse::<&serde_json::value::RawValue>(&conn.line)? {
+            match parse::<&serde_json::value::RawValue>(conn.r.line())? {
                 Parsed::Notification => continue,
                 Parsed::Result(got, result) if got == id => {
                     break serde_json::from_str::<serde_json::Value>(result.get()).map_err(|e| e.to_string())?;
@@ -378,6 +427,7 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
             }
         };
         conn.watch.active.store(false, Ordering::Relaxed);
+        let template = Template::new(conn.r.line(), id);
         let tools = result.get("tools").and_then(|t| t.as_array()).ok_or("tools/list result has no tools array")?;
         for tool in tools {
             let name =
@@ -396,8 +446,10 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
                 return Err(format!("tool {name} listed twice"));
             }
         }
-        match result.get("nextCursor").and_then(|c| c.as_str()) {
-            Some(next) => cursor = Some(next.to_owned()),
+        let next_cursor = result.get("nextCursor").and_then(|c| c.as_str()).map(str::to_owned);
+        pages.push(Page { cursor: cursor.take(), template, tools: tools.len(), next_cursor: next_cursor.clone() });
+        match next_cursor {
+            Some(next) => cursor = Some(next),
             None => break,
         }
     }
@@ -406,16 +458,19 @@ pub async fn verify_tools(conn: &mut Conn) -> Result<usize, String> {
             return Err(format!("tools/list lacks {name}"));
         }
     }
-    Ok(names.len())
+    Ok(Listing { tools: names.len(), pages })
 }
 
-/// `list`: full tool listings, one after another.
+/// `list`: full tool listings, one after another. Each must have as many tools as the listing
+/// `verify_tools` checked; pages byte-identical to that listing's (but for the id) are not parsed.
 pub async fn list(
     conn: &mut Conn,
     duration: Duration,
-    expect: usize,
+    listing: &Listing,
     hist: &mut Histogram<u64>,
 ) -> Result<Run, String> {
+    let expect = listing.tools;
+    let mut checks = Checks::default();
     conn.watch.active.store(true, Ordering::Relaxed);
     let start = Instant::now();
     let deadline = start + duration;
@@ -424,7 +479,7 @@ pub async fn list(
     let mut shape = (0, 0);
     while Instant::now() < deadline {
         let sent = Instant::now();
-        let (tools, pages, first_page) = list_all(conn).await?;
+        let (tools, pages, first_page) = list_all(conn, listing, &mut checks).await?;
         last = Instant::now();
         if first_page < 1000 && pages == 1 {
             return Err(format!("tools/list returned {first_page} tools, expected at least 1000"));
@@ -440,7 +495,7 @@ pub async fn list(
     Ok(Run {
         calls,
         elapsed: last - start,
-        note: format!("{expect} tools in {} page(s) of up to {}", shape.0, shape.1),
+        note: format!("{expect} tools in {} page(s) of up to {}; {}", shape.0, shape.1, checks.note()),
     })
 }
 
@@ -480,15 +535,26 @@ fn verify_blob(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The first blob read, checked in full.
+pub struct Blob {
+    /// Its text, unescaped.
+    text: String,
+    /// Its response line, if its id could be located.
+    template: Option<Template>,
+}
+
 /// `blob`: `resources/read` of `bench://blob/1048576`, one after another. The first answer is
-/// checked in full; every later one must be byte-identical to it (the blob is deterministic).
+/// checked in full; every later one must be byte-identical to it (the blob is deterministic):
+/// an answer whose line is the first one's but for the id is so without being parsed, any other
+/// is parsed and its text compared with the first text.
 pub async fn blob(
     conn: &mut Conn,
     duration: Duration,
-    reference: &mut Option<String>,
+    reference: &mut Option<Blob>,
     hist: &mut Histogram<u64>,
 ) -> Result<Run, String> {
     let params = format!(r#"{{"uri":"bench://blob/{BLOB_BYTES}"}}"#);
+    let mut checks = Checks::default();
     conn.watch.active.store(true, Ordering::Relaxed);
     let start = Instant::now();
     let deadline = start + duration;
@@ -503,21 +569,29 @@ pub async fn blob(
         loop {
             conn.read_line().await?;
             last = Instant::now();
-            match parse::<ReadResult<'_>>(&conn.line)? {
+            if let Some(Blob { template: Some(t), .. }) = reference
+                && t.matches(conn.r.line(), id)
+            {
+                checks.fast += 1;
+                break;
+            }
+            match parse::<ReadResult<'_>>(conn.r.line())? {
                 Parsed::Notification => continue,
                 Parsed::Result(got, result) if got == id => {
                     let Some(text) = result.contents.0.and_then(|c| c.text) else {
                         return Err("resources/read returned no text contents[0]".to_owned());
                     };
+                    checks.full += 1;
                     match reference {
-                        Some(r) if *r == text => {}
+                        Some(r) if r.text == text => {}
                         Some(_) => {
                             verify_blob(&text)?;
                             return Err("the blob differs from the first one read (not deterministic)".to_owned());
                         }
                         None => {
                             verify_blob(&text)?;
-                            *reference = Some(text.into_owned());
+                            let text = text.into_owned();
+                            *reference = Some(Blob { text, template: Template::new(conn.r.line(), id) });
                         }
                     }
                     break;
@@ -529,7 +603,7 @@ pub async fn blob(
         calls += 1;
     }
     conn.watch.active.store(false, Ordering::Relaxed);
-    Ok(Run { calls, elapsed: last - start, note: String::new() })
+    Ok(Run { calls, elapsed: last - start, note: checks.note() })
 }
 
 #[cfg(test)]
