@@ -1,4 +1,4 @@
-//! Process CPU time (user + system, all threads, including exited ones) from `/proc`.
+//! Process CPU time (user + system, all threads, including exited ones) and memory from `/proc`.
 
 use std::time::Duration;
 
@@ -45,4 +45,19 @@ impl CpuMark {
         let driver = cpu_time(None).zip(self.driver).map(|(b, a)| b.saturating_sub(a));
         (server, driver)
     }
+}
+
+/// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`…), in KiB.
+pub fn status_kib(pid: u32, field: &str) -> Result<u64, String> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|e| e.to_string())?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| format!("no {field} in /proc/{pid}/status"))
+}
+
+/// Resets the peak resident set size (`VmHWM`) of `pid` to its current size (Linux ≥ 4.0).
+pub fn reset_peak_rss(pid: u32) -> Result<(), String> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").map_err(|e| format!("cannot reset VmHWM: {e}"))
 }

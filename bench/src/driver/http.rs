@@ -85,12 +85,7 @@ impl HttpServer {
 
     /// The server's resident set size in KiB (`VmRSS` of `/proc/PID/status`).
     pub fn rss_kib(&self) -> Result<u64, String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).map_err(|e| e.to_string())?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .ok_or_else(|| "no VmRSS in /proc/PID/status".to_owned())
+        crate::cpu::status_kib(self.pid, "VmRSS")
     }
 }
 

@@ -296,11 +296,30 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
             (workloads::list(conn, opts.duration, listing, &mut hist).await?, mark)
         }
         Workload::Blob => {
+            // Peak memory: the server's resident set at its highest while it serves blobs (the
+            // first of which it builds and keeps), above where it was before.
+            let peak_mark = cpu::reset_peak_rss(conn.pid).and_then(|()| cpu::status_kib(conn.pid, "VmRSS"));
             if warm {
                 workloads::blob(conn, opts.warmup, &mut ctx.blob, &mut scratch).await?;
             }
             let mark = CpuMark::start(conn.pid);
-            (workloads::blob(conn, opts.duration, &mut ctx.blob, &mut hist).await?, mark)
+            let mut run = workloads::blob(conn, opts.duration, &mut ctx.blob, &mut hist).await?;
+            let peak = peak_mark.and_then(|base| Ok((base, cpu::status_kib(conn.pid, "VmHWM")?)));
+            let payload_kib = BLOB_BYTES as f64 / 1024.0;
+            let peak_note = match peak {
+                Ok((base, hwm)) => {
+                    let growth = hwm.saturating_sub(base) as f64;
+                    format!(
+                        "peak RSS +{:.1} MiB over the {:.1} MiB before the first read ({:.2}× the payload, the server's cached blob included)",
+                        growth / 1024.0,
+                        base as f64 / 1024.0,
+                        growth / payload_kib
+                    )
+                }
+                Err(e) => format!("peak RSS not measured: {e}"),
+            };
+            run.note = if run.note.is_empty() { peak_note } else { format!("{}; {peak_note}", run.note) };
+            (run, mark)
         }
         Workload::Http(_) | Workload::Sessions => return Err("an HTTP workload on stdio".to_owned()),
     };
