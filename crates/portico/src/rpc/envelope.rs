@@ -289,8 +289,16 @@ const SPLIT_RESULT: usize = 16 * 1024;
 pub(crate) enum Outgoing {
     /// The whole message.
     Frame(Vec<u8>),
-    /// A result response in parts: `head` (up to `"result":`), the result, then `}`.
-    Result { head: Vec<u8>, body: Bytes },
+    /// A result response in parts: the head (up to `"result":`), the result, then `}`. Boxed:
+    /// every queue slot of every connection is as large as this enum.
+    Result(Box<SplitResult>),
+}
+
+/// The parts of [`Outgoing::Result`].
+#[derive(Debug)]
+pub(crate) struct SplitResult {
+    head: Vec<u8>,
+    body: Bytes,
 }
 
 impl Outgoing {
@@ -298,7 +306,8 @@ impl Outgoing {
     pub(crate) fn into_vec(self) -> Vec<u8> {
         match self {
             Outgoing::Frame(v) => v,
-            Outgoing::Result { mut head, body } => {
+            Outgoing::Result(parts) => {
+                let SplitResult { mut head, body } = *parts;
                 head.reserve_exact(body.len() + 1);
                 head.extend_from_slice(&body);
                 head.push(b'}');
@@ -316,7 +325,7 @@ impl Outgoing {
     pub(crate) async fn write_to<W: FrameWriter>(&self, writer: &mut W) -> std::io::Result<()> {
         match self {
             Outgoing::Frame(v) => writer.write_frame(v).await,
-            Outgoing::Result { head, body } => writer.write_frame_parts(&[head, body, b"}"]).await,
+            Outgoing::Result(parts) => writer.write_frame_parts(&[&parts.head, &parts.body, b"}"]).await,
         }
     }
 }
@@ -336,7 +345,7 @@ pub(crate) fn encode_result(id: &RequestId, result: Bytes) -> Outgoing {
     push_id(&mut out, id);
     out.extend_from_slice(br#","result":"#);
     if !small {
-        return Outgoing::Result { head: out, body: result };
+        return Outgoing::Result(Box::new(SplitResult { head: out, body: result }));
     }
     out.extend_from_slice(&result);
     out.push(b'}');
@@ -484,7 +493,8 @@ mod tests {
         // A long one stays apart, and joins to the same message.
         let long = format!(r#"{{"s":"{}"}}"#, "z".repeat(SPLIT_RESULT));
         let r = encode_result(&RequestId::Number(7), Bytes::from(long.clone()));
-        assert!(matches!(&r, Outgoing::Result { body, .. } if body.len() == long.len()));
+        assert!(matches!(&r, Outgoing::Result(parts) if parts.body.len() == long.len()));
+        assert_eq!(std::mem::size_of::<Outgoing>(), std::mem::size_of::<Vec<u8>>(), "queue slots stay small");
         let joined = r.into_vec();
         assert_eq!(joined, format!(r#"{{"jsonrpc":"2.0","id":7,"result":{long}}}"#).into_bytes());
         let e = encode_error(None, &ErrorObject::parse_error("bad"));
