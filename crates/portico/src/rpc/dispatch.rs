@@ -4,7 +4,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use futures_util::FutureExt;
+use futures_util::{FutureExt, StreamExt};
 use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificationParams, RequestId, methods};
 use serde_json::value::RawValue;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -26,11 +26,8 @@ pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
 pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, config: RpcConfig) -> Peer {
     let (reader, writer) = transport.split();
     let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
-    let (in_tx, in_rx) = mpsc::channel(config.read_ahead);
     let peer = Peer::new(out_tx);
     let span = tracing::debug_span!("mcp.connection", name = config.name);
-    let stop_reading = CancellationToken::new();
-    tokio::spawn(read_loop(reader, in_tx, stop_reading.clone()).instrument(span.clone()));
     let writer_done = CancellationToken::new();
     tokio::spawn(write_loop(writer, out_rx, peer.clone(), writer_done.clone()).instrument(span.clone()));
     let dispatcher = Dispatcher {
@@ -42,32 +39,28 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
         max_queued: config.max_queued,
         cancel_on_input_end: config.cancel_on_input_end,
     };
-    tokio::spawn(dispatcher.run(in_rx, stop_reading, writer_done).instrument(span));
+    tokio::spawn(dispatcher.run(frames(reader), writer_done).instrument(span));
     peer
 }
 
-async fn read_loop<R: FrameReader>(mut reader: R, tx: mpsc::Sender<Result<Bytes, ReadError>>, stop: CancellationToken) {
-    loop {
-        let item = tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            item = reader.read_frame() => item,
-        };
-        match item {
-            Ok(Some(frame)) => {
-                if tx.send(Ok(frame)).await.is_err() {
-                    return;
-                }
-            }
-            Ok(None) => return,
+/// The frames of `reader`, ending after the end of input or a fatal read error.
+///
+/// The dispatcher reads through this stream itself, rather than a reader task handing frames
+/// over a channel: one task wake-up less per message. The stream keeps a read in progress
+/// when the dispatcher's `select!` picks another branch, so no transport needs a cancel-safe
+/// `read_frame`.
+fn frames<R: FrameReader>(reader: R) -> impl futures_util::Stream<Item = Result<Bytes, ReadError>> + Send {
+    futures_util::stream::unfold(Some(reader), |reader| async move {
+        let mut reader = reader?;
+        match reader.read_frame().await {
+            Ok(Some(frame)) => Some((Ok(frame), Some(reader))),
+            Ok(None) => None,
             Err(e) => {
-                let fatal = !e.is_recoverable();
-                if tx.send(Err(e)).await.is_err() || fatal {
-                    return;
-                }
+                let next = e.is_recoverable().then_some(reader);
+                Some((Err(e), next))
             }
         }
-    }
+    })
 }
 
 async fn write_loop<W: FrameWriter>(
@@ -152,10 +145,10 @@ impl Queued {
 impl<S: Service> Dispatcher<S> {
     async fn run(
         self,
-        mut rx: mpsc::Receiver<Result<Bytes, ReadError>>,
-        stop_reading: CancellationToken,
+        frames: impl futures_util::Stream<Item = Result<Bytes, ReadError>> + Send,
         writer_done: CancellationToken,
     ) {
+        let mut frames = Box::pin(frames);
         let mut queue: VecDeque<Queued> = VecDeque::new();
         let reason = loop {
             let can_read = queue.len() < self.max_queued;
@@ -168,7 +161,7 @@ impl<S: Service> Dispatcher<S> {
                         self.spawn(q, permit);
                     }
                 }
-                item = rx.recv(), if can_read => match item {
+                item = frames.next(), if can_read => match item {
                     None => break "the peer closed the connection",
                     Some(Err(ReadError::TooLarge { limit })) => {
                         warn!(limit, "oversized message skipped");
@@ -184,7 +177,8 @@ impl<S: Service> Dispatcher<S> {
             }
         };
         debug!(reason, "connection reading ended");
-        stop_reading.cancel();
+        // Reading stops here: the stream (and the transport's reading half) is dropped.
+        drop(frames);
         // Nothing more will arrive: requests waiting for the peer's answer fail now, so
         // handlers waiting on them (sampling, elicitation) finish instead of hanging.
         self.peer.input_ended(reason);

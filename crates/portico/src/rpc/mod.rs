@@ -32,8 +32,6 @@ pub(crate) struct RpcConfig {
     pub max_queued: usize,
     /// Outgoing messages buffered before senders wait.
     pub outgoing_capacity: usize,
-    /// Incoming frames read ahead of the dispatcher.
-    pub read_ahead: usize,
     /// Name for logs.
     pub name: &'static str,
     /// When the peer's input ends, cancel the requests of the peer still running (a client
@@ -48,7 +46,6 @@ impl Default for RpcConfig {
             max_in_flight: 256,
             max_queued: 1024,
             outgoing_capacity: 1024,
-            read_ahead: 256,
             name: "mcp",
             cancel_on_input_end: false,
         }
