@@ -23,8 +23,10 @@ use serde::{Serialize, Serializer};
 /// Strings shorter than this take `serde_json`'s path: the gain would not pay for the copy.
 const LONG: usize = 4096;
 
-/// The per-thread escape buffer is kept while its capacity is at most this.
-const KEEP_BUFFER: usize = 8 << 20;
+/// The per-thread escape buffer is kept for the next long string while it is at most this
+/// large (enough for a 1 MiB text dense with escapes); a larger one is freed after use, so a
+/// thread never holds more than this between messages.
+const KEEP_BUFFER: usize = 2 << 20;
 
 /// The struct name and field name by which `serde_json` recognises a raw value.
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
