@@ -222,6 +222,31 @@ async fn get_stream_carries_server_messages_and_resumes() {
     assert_eq!(sse_events(&text).iter().filter(|(_, d)| d.is_some()).count(), 2, "{text}");
 }
 
+/// A long result (its envelope is written beside it, not around a copy) arrives whole, with
+/// its exact `Content-Length`, in both eras.
+#[tokio::test]
+async fn long_results_arrive_whole_with_their_length() {
+    let srv = start(|h| h).await;
+    let text: String = (0..200_000).map(|i| ["a", "\"", "\\", "\n", "é"][i % 5]).collect();
+    let sid = srv.initialize("2025-11-25").await;
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":text}}});
+    let r = srv.post(call, &[("mcp-session-id", &sid), ("mcp-protocol-version", "2025-11-25")]).await;
+    assert_eq!(r.status(), 200);
+    let length: usize = r.headers()["content-length"].to_str().expect("ascii").parse().expect("a number");
+    let body = r.bytes().await.expect("body");
+    assert_eq!(body.len(), length);
+    let v: Value = serde_json::from_slice(&body).expect("one JSON message");
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["result"]["content"][0]["text"].as_str(), Some(text.as_str()));
+
+    let r = srv.modern("tools/call", json!({"name":"echo","arguments":{"text":text}}), Some("echo"), json!({})).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.expect("one JSON message");
+    assert_eq!(v["id"], "m");
+    assert_eq!(v["result"]["content"][0]["text"].as_str(), Some(text.as_str()));
+    assert_eq!(v["result"]["resultType"], "complete");
+}
+
 #[tokio::test]
 async fn stateless_requests_over_http() {
     let srv = start(|h| h).await;

@@ -301,6 +301,13 @@ pub(crate) struct SplitResult {
     body: Bytes,
 }
 
+impl SplitResult {
+    /// The head (up to `"result":`) and the result; the message ends with `}` after them.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, Bytes) {
+        (self.head, self.body)
+    }
+}
+
 impl Outgoing {
     /// The message as one buffer (parts are joined).
     pub(crate) fn into_vec(self) -> Vec<u8> {

@@ -481,7 +481,7 @@ impl Run {
         let task_token = token.clone();
         run_now_or_spawn(async move {
             let out = run_request(service, peer, in_flight, q, task_token).await;
-            let _ = fin_tx.send(out.map(|(_, b)| b.into_bytes()));
+            let _ = fin_tx.send(out.map(|(_, b)| b));
             drop(busy);
         });
         // In 2026-07-28 a response stream that goes away cancels the request.
@@ -527,9 +527,13 @@ impl Run {
             }
             (First::Final(Some(result)), None) if self.allow_json => {
                 guard.disarm();
-                let (status, outcome) = status_of(&result, self.session.is_none());
-                let mut r =
-                    (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], result).into_response();
+                let (status, outcome) = match &result {
+                    // Only results are split (see `envelope::encode_result`).
+                    Outgoing::Result(_) => (StatusCode::OK, Outcome::Ok),
+                    Outgoing::Frame(body) => status_of(body, self.session.is_none()),
+                };
+                let mut r = (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], json_body(result))
+                    .into_response();
                 if let Some(s) = &self.session {
                     r.headers_mut()
                         .insert(SESSION_ID, HeaderValue::from_str(&s.id).unwrap_or(HeaderValue::from_static("")));
@@ -543,7 +547,7 @@ impl Run {
                 match first {
                     First::Message(Some(m)) => pending.push(m.into_bytes()),
                     First::Message(None) | First::Closed => {}
-                    First::Final(f) => fin = f,
+                    First::Final(f) => fin = f.map(Outgoing::into_bytes),
                 }
                 if let Some(q) = queued {
                     pending.push(q.into_bytes());
@@ -568,7 +572,7 @@ impl Run {
         pending: Vec<Bytes>,
         fin: Option<Bytes>,
         mut rx: mpsc::Receiver<Outgoing>,
-        fin_rx: oneshot::Receiver<Option<Bytes>>,
+        fin_rx: oneshot::Receiver<Option<Outgoing>>,
         guard: CancelOnDrop,
         close: CloseStream,
     ) -> (axum::body::Body, Option<String>) {
@@ -648,7 +652,7 @@ enum CloseStream {
 
 enum First {
     Message(Option<Outgoing>),
-    Final(Option<Bytes>),
+    Final(Option<Outgoing>),
     /// The handler asked to end its stream before sending anything.
     Closed,
 }
@@ -656,7 +660,7 @@ enum First {
 /// Passes messages to `emit` until the result arrives.
 async fn forward(
     rx: &mut mpsc::Receiver<Outgoing>,
-    mut fin_rx: oneshot::Receiver<Option<Bytes>>,
+    mut fin_rx: oneshot::Receiver<Option<Outgoing>>,
     emit: impl Fn(Bytes),
 ) -> Option<Bytes> {
     loop {
@@ -664,15 +668,59 @@ async fn forward(
             biased;
             m = rx.recv() => match m {
                 Some(m) => emit(m.into_bytes()),
-                None => return fin_rx.await.ok().flatten(),
+                None => return fin_rx.await.ok().flatten().map(Outgoing::into_bytes),
             },
             f = &mut fin_rx => {
                 while let Ok(m) = rx.try_recv() {
                     emit(m.into_bytes());
                 }
-                return f.ok().flatten();
+                return f.ok().flatten().map(Outgoing::into_bytes);
             }
         }
+    }
+}
+
+/// The body of a JSON answer; a split result is sent as its three parts (with its exact
+/// length, so the response keeps a `Content-Length`), not joined first.
+fn json_body(message: Outgoing) -> axum::body::Body {
+    match message {
+        Outgoing::Frame(v) => axum::body::Body::from(v),
+        Outgoing::Result(parts) => {
+            let (head, body) = parts.into_parts();
+            let chunks = [Bytes::from(head), body, Bytes::from_static(b"}")];
+            let len = chunks.iter().map(|c| c.len() as u64).sum();
+            axum::body::Body::new(Chunks { chunks: chunks.into_iter(), len })
+        }
+    }
+}
+
+/// A body of a few chunks of known total length.
+struct Chunks {
+    chunks: std::array::IntoIter<Bytes, 3>,
+    len: u64,
+}
+
+impl http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let next = self.chunks.next();
+        if let Some(c) = &next {
+            self.len -= c.len() as u64;
+        }
+        std::task::Poll::Ready(next.map(|c| Ok(http_body::Frame::data(c))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.len == 0 && self.chunks.len() == 0
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.len)
     }
 }
 
