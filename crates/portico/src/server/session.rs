@@ -727,7 +727,7 @@ impl Session {
                 return encode(&r);
             }
             // No `_meta` of its own (the usual case): splice the serverInfo encoded once.
-            return encode(&r).map(|bytes| with_server_info(&bytes, &self.server.inner.info_meta));
+            return encode_with_server_info(&r, &self.server.inner.info_meta);
         }
         *r.result_type_mut() = None;
         encode_for(&r, era.version, down)
@@ -779,18 +779,31 @@ fn supported_versions() -> Vec<String> {
     ALL_VERSIONS.iter().rev().map(|v| v.as_str().to_owned()).collect()
 }
 
-/// `{…}` → `{…,"_meta":{…serverInfo…}}`: `object` is a serialized JSON object without `_meta`.
-fn with_server_info(object: &[u8], info_meta: &[u8]) -> Bytes {
-    let Some((b'}', head)) = object.split_last() else { return Bytes::copy_from_slice(object) };
-    let mut out = Vec::with_capacity(object.len() + info_meta.len() + 12);
-    out.extend_from_slice(head);
-    if head.len() > 1 {
-        out.push(b',');
+/// `{…}` → `{…,"_meta":{…serverInfo…}}` in place: `object` is a serialized JSON object without
+/// `_meta` (anything else is left as it is).
+fn splice_server_info(object: &mut Vec<u8>, info_meta: &[u8]) {
+    if object.last() != Some(&b'}') {
+        return;
     }
-    out.extend_from_slice(b"\"_meta\":");
-    out.extend_from_slice(info_meta);
-    out.push(b'}');
-    Bytes::from(out)
+    object.pop();
+    if object.len() > 1 {
+        object.push(b',');
+    }
+    object.reserve(info_meta.len() + 9);
+    object.extend_from_slice(b"\"_meta\":");
+    object.extend_from_slice(info_meta);
+    object.push(b'}');
+}
+
+/// Encodes a stateless result without `_meta` of its own, with the serverInfo `_meta` spliced
+/// in (encoded once per server): one buffer, no re-encoding.
+fn encode_with_server_info<R: Serialize>(r: &R, info_meta: &[u8]) -> Reply {
+    // Room for a short result and the splice, so that the usual result is written once.
+    let mut out = Vec::with_capacity(128 + info_meta.len());
+    serde_json::to_writer(&mut out, r)
+        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
+    splice_server_info(&mut out, info_meta);
+    Ok(Bytes::from(out))
 }
 
 fn encode<R: Serialize>(r: &R) -> Reply {
@@ -839,7 +852,7 @@ impl Service for Session {
 
 #[cfg(test)]
 mod splice_tests {
-    use super::{may_hold_meta, with_server_info};
+    use super::{may_hold_meta, splice_server_info};
 
     #[test]
     fn meta_is_looked_for_only_where_it_may_be() {
@@ -866,7 +879,9 @@ mod splice_tests {
                 serde_json::json!({"a": 1, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}}),
             ),
         ] {
-            let got: serde_json::Value = serde_json::from_slice(&with_server_info(object, meta)).expect("valid JSON");
+            let mut spliced = object.to_vec();
+            splice_server_info(&mut spliced, meta);
+            let got: serde_json::Value = serde_json::from_slice(&spliced).expect("valid JSON");
             assert_eq!(got, want);
         }
     }
