@@ -155,30 +155,10 @@ fn parse_args() -> Result<Opts, String> {
                     .filter(|&n| n > 0)
                     .ok_or("--sessions needs a positive count")?;
             }
-            "http" => {
-                match args.next().as_deref() {
-                    Some("--") => {}
-                    _ => return Err("http: expected `--` and the server command".to_owned()),
-                }
-                let command: Vec<String> = args.by_ref().collect();
-                if command.is_empty() {
-                    return Err("http: no server command after `--`".to_owned());
-                }
-                mode = Some(Mode::Http(command));
-            }
+            "http" => mode = Some(Mode::Http(server_command("http", &mut args)?)),
             "--bin" => raw_bin = Some(PathBuf::from(args.next().ok_or("--bin needs a path")?)),
             "-h" | "--help" => return Err(USAGE.to_owned()),
-            "stdio" => {
-                match args.next().as_deref() {
-                    Some("--") => {}
-                    _ => return Err("stdio: expected `--` and the server command".to_owned()),
-                }
-                let command: Vec<String> = args.by_ref().collect();
-                if command.is_empty() {
-                    return Err("stdio: no server command after `--`".to_owned());
-                }
-                mode = Some(Mode::Stdio(command));
-            }
+            "stdio" => mode = Some(Mode::Stdio(server_command("stdio", &mut args)?)),
             "raw-echo" => mode = Some(Mode::RawEcho(None)),
             other => return Err(format!("unknown argument {other}\n{USAGE}")),
         }
@@ -343,6 +323,18 @@ async fn run_one(w: Workload, conn: &mut Conn, opts: &Opts, ctx: &mut Ctx) -> Re
         ctx.seq_p99_us = figure.percentile_us(0.99);
     }
     Ok(figure)
+}
+
+/// The server command after `--` that ends the arguments of `stdio` and `http`.
+fn server_command(mode: &str, args: &mut impl Iterator<Item = String>) -> Result<Vec<String>, String> {
+    if args.next().as_deref() != Some("--") {
+        return Err(format!("{mode}: expected `--` and the server command"));
+    }
+    let command: Vec<String> = args.collect();
+    if command.is_empty() {
+        return Err(format!("{mode}: no server command after `--`"));
+    }
+    Ok(command)
 }
 
 fn void(workload: String, reason: String) -> Figure {

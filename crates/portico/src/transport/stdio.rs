@@ -229,31 +229,12 @@ impl<W: AsyncWrite + Unpin + Send + 'static> FrameWriter for LineWriter<W> {
     /// Buffers `frame` and a `\n`. A frame containing a raw `\n` would break the framing and
     /// is refused with [`io::ErrorKind::InvalidInput`].
     async fn write_frame(&mut self, frame: &[u8]) -> io::Result<()> {
-        if self.writer.is_none() {
-            return Err(closed());
-        }
-        if memchr::memchr(b'\n', frame).is_some() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame contains a raw newline"));
-        }
-        if frame.len() >= self.buffer_size {
-            // A frame larger than the buffer goes out as it is: copying it in first would only
-            // cost a copy (and a buffer that size). Its line end follows with the next write.
-            self.drain().await?;
-            self.writer.as_mut().ok_or_else(closed)?.write_all(frame).await?;
-            self.buf.push(b'\n');
-            return Ok(());
-        }
-        self.buf.reserve(frame.len() + 1);
-        self.buf.extend_from_slice(frame);
-        self.buf.push(b'\n');
-        if self.buffered() >= self.buffer_size {
-            self.drain().await?;
-        }
-        Ok(())
+        self.write_frame_parts(&[frame]).await
     }
 
     /// As [`write_frame`](FrameWriter::write_frame) for the joined parts, without joining
-    /// them: a part larger than the buffer is written as it is.
+    /// them: a part larger than the buffer is written as it is (copying it in first would only
+    /// cost a copy, and a buffer that size); the line end follows with the next write.
     async fn write_frame_parts(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         if self.writer.is_none() {
             return Err(closed());
