@@ -7,14 +7,14 @@
 //!   input schema, so that `tools/list` is large;
 //! - resource template `bench://blob/{bytes}` → one text content of exactly `bytes` characters,
 //!   deterministic, with a `"`, a `\` and a newline in every 64 characters. The last blob built
-//!   for each size is kept, so a size is generated once.
+//!   for each size is kept, encoded (`EncodedContents`), so a size is generated and escaped once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use portico::schema::{Implementation, ResourceContents, ResourceTemplate, TextResourceContents, Tool, object};
-use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
+use portico::server::{EncodedContents, HandlerError, RequestContext, ResourceRequest, Server};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -59,24 +59,27 @@ pub fn make_blob(len: usize) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Blobs built so far, by size (a handful of sizes at most).
+/// Blobs built so far, by URI (a handful of sizes at most), encoded once: every read of a
+/// size answers the same bytes (`EncodedContents`), as a server keeping a large document would.
 #[derive(Default)]
 struct Blobs {
-    by_size: Mutex<HashMap<usize, Arc<String>>>,
+    by_uri: Mutex<HashMap<String, EncodedContents>>,
 }
 
 impl Blobs {
-    fn get(&self, len: usize) -> Arc<String> {
-        let cached = self.by_size.lock().ok().and_then(|m| m.get(&len).cloned());
+    fn get(&self, uri: &str, len: usize) -> EncodedContents {
+        let cached = self.by_uri.lock().ok().and_then(|m| m.get(uri).cloned());
         if let Some(blob) = cached {
             return blob;
         }
-        let blob = Arc::new(make_blob(len));
-        if let Ok(mut m) = self.by_size.lock() {
+        let blob = EncodedContents::new([ResourceContents::Text(
+            TextResourceContents::new(uri, make_blob(len)).with_mime_type("text/plain"),
+        )]);
+        if let Ok(mut m) = self.by_uri.lock() {
             if m.len() >= KEEP_SIZES {
                 m.clear();
             }
-            m.insert(len, Arc::clone(&blob));
+            m.insert(uri.to_owned(), blob.clone());
         }
         blob
     }
@@ -142,10 +145,7 @@ pub fn server() -> Server {
                         .and_then(|b| b.parse::<usize>().ok())
                         .filter(|&n| n <= MAX_BLOB)
                         .ok_or_else(|| HandlerError::invalid_params(format!("bytes must be 0..={MAX_BLOB}")))?;
-                    let blob = blobs.get(len);
-                    Ok::<_, HandlerError>(ResourceContents::Text(
-                        TextResourceContents::new(r.uri(), blob.as_str()).with_mime_type("text/plain"),
-                    ))
+                    Ok::<_, HandlerError>(blobs.get(r.uri(), len))
                 }
             },
         )

@@ -571,6 +571,13 @@ async fn free_functions_work_in_any_scope_and_toolboxes_can_be_shared() {
         "42".into()
     }
 
+    /// A long text, encoded once.
+    #[portico::resource("numbers://table/{n}")]
+    fn table(n: u32) -> Result<portico::server::EncodedContents, HandlerError> {
+        let text: String = (1..=n).map(|i| format!("{i}\t\"{}\"\n", i * i)).collect();
+        Ok(portico::server::EncodedContents::new([ResourceContents::text(format!("numbers://table/{n}"), text)]))
+    }
+
     /// Counts to n.
     #[portico::prompt]
     fn count(n: u8) -> Vec<portico::schema::PromptMessage> {
@@ -584,7 +591,8 @@ async fn free_functions_work_in_any_scope_and_toolboxes_can_be_shared() {
 
     let shared = Arc::new(library());
     let builder = Server::builder(Implementation::new("local", "0.0.1")).toolbox(Arc::clone(&shared));
-    let server = digits::register(count::register(answer::register(length::register(builder)))).build();
+    let server =
+        digits::register(count::register(table::register(answer::register(length::register(builder))))).build();
     assert_eq!(answer::resource().uri, "numbers://answer");
     assert_eq!(count::prompt().arguments.map(|a| a.len()), Some(1));
     for mode in MODES {
@@ -595,6 +603,9 @@ async fn free_functions_work_in_any_scope_and_toolboxes_can_be_shared() {
         assert_eq!(text(&client.call_tool("add", json!({ "a": 1, "b": 1 })).await.expect("add")), r#"{"sum":2}"#);
         let r = client.read_resource("numbers://answer").await.expect("answer");
         assert_eq!(r.contents[0].mime_type(), Some("text/plain"));
+        let r = client.read_resource("numbers://table/2000").await.expect("table");
+        let ResourceContents::Text(t) = &r.contents[0] else { panic!("text contents") };
+        assert!(t.text.starts_with("1\t\"1\"\n2\t\"4\"\n") && t.text.ends_with("2000\t\"4000000\"\n"), "{mode:?}");
         let r = client.get_prompt("count", [("n".to_owned(), "3".to_owned())]).await.expect("count");
         assert_eq!(r.messages.len(), 3);
         let p = CompleteRequestParams::new(CompletionReference::prompt("count"), CompleteArgument::new("n", "7"));

@@ -91,6 +91,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! A large resource read often — a manual, a dataset kept in memory — can be encoded once:
+//! keep an [`EncodedContents`](crate::server::EncodedContents) and return a clone of it (a
+//! reference count). Every read then answers the same bytes instead of copying and escaping the
+//! text again; in the handshake era they go to the transport without being copied at all.
+//!
 //! # Prompts
 //!
 //! A prompt's arguments arrive as strings; decode them into a struct.

@@ -339,3 +339,45 @@ async fn resources_templates_and_prompts_can_be_disabled_and_removed_at_runtime(
     assert!(!server.set_prompt_enabled("nope", true), "unknown names are reported");
     client.close().await;
 }
+
+/// A resource served as `EncodedContents` reads exactly like the same contents returned plainly,
+/// in every revision, large enough to be written beside its envelope.
+#[tokio::test]
+async fn encoded_contents_read_like_plain_contents_in_every_revision() {
+    use portico::server::{EncodedContents, HandlerError, RequestContext, ResourceRequest, Server};
+    let text: String = (0..50_000).map(|i| ['a', '"', '\\', '\n', 'é', '\u{1}'][i % 6]).collect();
+    let contents = |uri: &str| {
+        vec![
+            ResourceContents::Text(TextResourceContents::new(uri, text.as_str()).with_mime_type("text/plain")),
+            ResourceContents::Blob(BlobResourceContents::new(uri, "AAECAw==")),
+        ]
+    };
+    let encoded = EncodedContents::new(contents("test://doc"));
+    assert_eq!(encoded.contents(), contents("test://doc"));
+    let plain = contents("test://doc");
+    for mode in ALL_MODES {
+        let (encoded, plain) = (encoded.clone(), plain.clone());
+        let server = Server::builder(Implementation::new("encoded", "1"))
+            .resource(Resource::new("test://doc", "doc"), move |_: ResourceRequest, _: RequestContext| {
+                let encoded = encoded.clone();
+                async move { Ok::<_, HandlerError>(encoded) }
+            })
+            .resource(Resource::new("test://plain", "plain"), move |_: ResourceRequest, _: RequestContext| {
+                let plain = plain.clone();
+                async move { Ok::<_, HandlerError>(plain) }
+            })
+            .build();
+        let (c, s, wire) = tapped_pair();
+        server.connect(s);
+        let client =
+            Client::builder(Implementation::new("test-client", "0.0.1")).era(mode).connect(c).await.expect("connect");
+        let version = client.protocol_version();
+        let a = client.read_resource("test://doc").await.expect("encoded read");
+        let b = client.read_resource("test://plain").await.expect("plain read");
+        assert_eq!(a.contents, contents("test://doc"), "{version}");
+        assert_eq!(a, b, "{version}: the same result either way (resultType, cache hints, serverInfo)");
+        assert_eq!(a.result_type.is_some(), version.is_stateless(), "{version}");
+        client.close().await;
+        validate_wire(&wire, version);
+    }
+}

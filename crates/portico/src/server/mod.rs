@@ -29,6 +29,7 @@
 
 mod context;
 mod downgrade;
+mod encoded;
 mod handler;
 mod input;
 mod registry;
@@ -52,6 +53,7 @@ use portico_schema::{
 use tokio::sync::broadcast;
 
 pub use context::{Extension, KeyedInput, RequestContext};
+pub use encoded::EncodedContents;
 pub use handler::{HandlerError, IntoCallToolResult, Json};
 pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::context::RequestContext;
+use super::encoded::EncodedContents;
 use super::handler::{HandlerError, IntoCallToolResult};
 use super::uri_template::{UriMatch, UriTemplate, UriTemplateError};
 
@@ -97,6 +98,46 @@ impl ResourceRequest {
 pub trait IntoReadResourceResult {
     /// The result.
     fn into_read_resource_result(self) -> ReadResourceResult;
+
+    /// What the server answers: the result, or contents encoded beforehand.
+    #[doc(hidden)]
+    fn into_read_output(self) -> ReadOutput
+    where
+        Self: Sized,
+    {
+        ReadOutput::Result(self.into_read_resource_result())
+    }
+}
+
+/// What a resource handler produced, as the server answers it.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum ReadOutput {
+    /// A result to encode.
+    Result(ReadResourceResult),
+    /// Contents encoded beforehand.
+    Encoded(EncodedContents),
+}
+
+impl IntoReadResourceResult for ReadOutput {
+    fn into_read_resource_result(self) -> ReadResourceResult {
+        match self {
+            ReadOutput::Result(r) => r,
+            ReadOutput::Encoded(e) => e.read_result(),
+        }
+    }
+    fn into_read_output(self) -> ReadOutput {
+        self
+    }
+}
+
+impl IntoReadResourceResult for EncodedContents {
+    fn into_read_resource_result(self) -> ReadResourceResult {
+        self.read_result()
+    }
+    fn into_read_output(self) -> ReadOutput {
+        ReadOutput::Encoded(self)
+    }
 }
 
 impl IntoReadResourceResult for ReadResourceResult {
@@ -118,18 +159,16 @@ impl IntoReadResourceResult for Vec<ResourceContents> {
 }
 
 /// A resource handler: an async fn or closure taking `(ResourceRequest, RequestContext)` and
-/// returning `Result<impl IntoReadResourceResult, HandlerError>`.
+/// returning `Result<impl IntoReadResourceResult, HandlerError>` (for example
+/// [`ResourceContents`], or [`EncodedContents`] for contents encoded once).
 pub trait ResourceHandler: Send + Sync + 'static {
     #[doc(hidden)]
     fn into_erased(self) -> ErasedResource;
 }
 
 #[doc(hidden)]
-pub type ErasedResource = Arc<
-    dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadResourceResult, HandlerError>>
-        + Send
-        + Sync,
->;
+pub type ErasedResource =
+    Arc<dyn Fn(ResourceRequest, RequestContext) -> BoxFuture<'static, Result<ReadOutput, HandlerError>> + Send + Sync>;
 
 impl<F, Fut, R> ResourceHandler for F
 where
@@ -138,7 +177,7 @@ where
     R: IntoReadResourceResult,
 {
     fn into_erased(self) -> ErasedResource {
-        Arc::new(move |req, cx| self(req, cx).map(|r| r.map(IntoReadResourceResult::into_read_resource_result)).boxed())
+        Arc::new(move |req, cx| self(req, cx).map(|r| r.map(IntoReadResourceResult::into_read_output)).boxed())
     }
 }
 

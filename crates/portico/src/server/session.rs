@@ -13,8 +13,8 @@ use portico_schema::{
     EmptyResult, ErrorObject, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
     META_SERVER_INFO, META_SUBSCRIPTION_ID, Meta, PaginatedRequestParams, ProgressToken, ProtocolVersion,
-    ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams,
-    methods,
+    ReadResourceResult, ResultEnvelope, ResultType, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionsListenRequestParams, methods,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,7 +24,7 @@ use tracing::debug;
 
 use super::context::{Inner as CtxInner, InputState, LEVEL_UNSET, LogGate, RequestContext};
 use super::input::RawResponses;
-use super::registry::{Entry, InvalidCursor, Registry, page};
+use super::registry::{Entry, InvalidCursor, ReadOutput, Registry, page};
 use super::tasks::{self, TaskSupport};
 use super::{Event, Server, downgrade, input};
 use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
@@ -561,7 +561,19 @@ impl Session {
         let version = era.version;
         let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
         match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
-            input::Outcome::Done(r) => self.finish(r, &era),
+            input::Outcome::Done(ReadOutput::Result(r)) => self.finish(r, &era),
+            input::Outcome::Done(ReadOutput::Encoded(e)) => {
+                // What the era adds around the contents, from the same result with none; the
+                // contents encoded beforehand go between.
+                let empty = self.finish(ReadResourceResult::new(Vec::new()), &era)?;
+                match e.around(&empty) {
+                    Some(answer) => Ok(answer),
+                    None => {
+                        debug_assert!(false, "a read result without a `contents` member: {empty:?}");
+                        self.finish(e.read_result(), &era)
+                    }
+                }
+            }
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
     }

@@ -40,8 +40,9 @@ use schemars::generate::{Contract, SchemaSettings};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::encoded::EncodedContents;
 use super::handler::{HandlerError, Json};
-use super::registry::{CompletionHandler, ErasedCompletion};
+use super::registry::{CompletionHandler, ErasedCompletion, ReadOutput};
 use super::{RequestContext, ServerBuilder};
 
 #[doc(hidden)]
@@ -268,7 +269,7 @@ fn same_reference(a: &CompletionReference, b: &CompletionReference) -> bool {
 /// says otherwise). A `Result`'s error becomes a protocol error.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a resource handler",
-    note = "return a `String`, `Json<T>`, `ResourceContents`, `Vec<ResourceContents>`, `ReadResourceResult`, or a `Result` of one of these whose error converts into `HandlerError`"
+    note = "return a `String`, `Json<T>`, `ResourceContents`, `Vec<ResourceContents>`, `ReadResourceResult`, `EncodedContents`, or a `Result` of one of these whose error converts into `HandlerError`"
 )]
 pub trait ResourceOutput {
     /// The result of reading `uri`, a resource of type `mime_type`.
@@ -276,6 +277,24 @@ pub trait ResourceOutput {
     /// # Errors
     /// The handler's error, or a value that could not be serialized.
     fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, HandlerError>;
+
+    /// What the server answers: the result, or contents encoded beforehand.
+    #[doc(hidden)]
+    fn into_resource_output(self, uri: &str, mime_type: Option<&str>) -> Result<ReadOutput, HandlerError>
+    where
+        Self: Sized,
+    {
+        self.into_resource_result(uri, mime_type).map(ReadOutput::Result)
+    }
+}
+
+impl ResourceOutput for EncodedContents {
+    fn into_resource_result(self, _: &str, _: Option<&str>) -> Result<ReadResourceResult, HandlerError> {
+        Ok(self.read_result())
+    }
+    fn into_resource_output(self, _: &str, _: Option<&str>) -> Result<ReadOutput, HandlerError> {
+        Ok(ReadOutput::Encoded(self))
+    }
 }
 
 fn text_contents(uri: &str, text: String, mime_type: Option<&str>) -> ReadResourceResult {
@@ -325,6 +344,9 @@ impl ResourceOutput for ReadResourceResult {
 impl<T: ResourceOutput, E: Into<HandlerError>> ResourceOutput for Result<T, E> {
     fn into_resource_result(self, uri: &str, mime_type: Option<&str>) -> Result<ReadResourceResult, HandlerError> {
         self.map_err(Into::into)?.into_resource_result(uri, mime_type)
+    }
+    fn into_resource_output(self, uri: &str, mime_type: Option<&str>) -> Result<ReadOutput, HandlerError> {
+        self.map_err(Into::into)?.into_resource_output(uri, mime_type)
     }
 }
 

@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::str::FromStr;
 
-use portico_schema::{CallToolResult, CompleteResult, GetPromptResult, ReadResourceResult};
+use portico_schema::{CallToolResult, CompleteResult, GetPromptResult};
 use schemars::JsonSchema;
 use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 
 use super::{CompletionOutput, PromptOutput, ResourceOutput};
-use crate::server::{HandlerError, IntoCallToolResult, ResourceRequest};
+use crate::server::{HandlerError, IntoCallToolResult, ResourceRequest, registry::ReadOutput};
 
 pub use schemars;
 pub use serde;
@@ -88,8 +88,8 @@ pub fn resource_result<R: ResourceOutput>(
     value: R,
     uri: &str,
     mime_type: Option<&str>,
-) -> Result<ReadResourceResult, HandlerError> {
-    value.into_resource_result(uri, mime_type)
+) -> Result<ReadOutput, HandlerError> {
+    value.into_resource_output(uri, mime_type)
 }
 
 /// A prompt function's return value as the prompt's messages.
