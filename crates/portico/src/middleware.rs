@@ -125,6 +125,9 @@ impl McpRequest {
     /// Replaces the params (e.g. to fill in defaults or redact a field).
     pub fn set_params<T: Serialize>(&mut self, params: &T) -> Result<(), serde_json::Error> {
         self.params = Some(serde_json::value::to_raw_value(params)?);
+        // An era the transport resolved from the old params' `_meta` no longer holds.
+        #[cfg(feature = "server")]
+        self.extensions.remove::<crate::server::session::ResolvedEra>();
         Ok(())
     }
 

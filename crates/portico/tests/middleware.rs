@@ -384,3 +384,50 @@ async fn shared_limits_compose_through_a_buffer() {
     // Other tools are not limited.
     assert_eq!(text(&c.call_tool("slow", json!({"ms": 0})).await.expect("other tool")), "slept");
 }
+
+/// Over HTTP the transport resolves a stateless request's era from its `_meta` once; a layer
+/// that rewrites the params is still obeyed (the era is resolved again from the new `_meta`).
+#[cfg(feature = "http-server")]
+#[tokio::test]
+async fn a_layer_rewriting_meta_over_http_is_obeyed() {
+    use portico::transport::http::server::StreamableHttp;
+    let server = Server::builder(Implementation::new("meta", "1"))
+        .tool(Tool::new("who", schema()), |_: Empty, cx: RequestContext| async move {
+            format!("{} {}", cx.client_info().map_or("?", |i| i.name.as_str()), cx.protocol_version())
+        })
+        .layer(tower::util::MapRequestLayer::new(|mut req: McpRequest| {
+            if req.method() == "tools/call" {
+                let mut params: serde_json::Value = req.params_as().expect("params");
+                if params["arguments"]["rename"] == true {
+                    params["_meta"]["io.modelcontextprotocol/clientInfo"] = json!({"name": "renamed", "version": "2"});
+                }
+                req.set_params(&params).expect("set");
+            }
+            req
+        }))
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let app = StreamableHttp::new(server).router("/mcp");
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::new();
+    for (rename, want) in [(false, "original 2026-07-28"), (true, "renamed 2026-07-28"), (false, "original 2026-07-28")]
+    {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "who", "arguments": {"rename": rename},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "original", "version": "1"}}}});
+        let r = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "who")
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        let v: serde_json::Value = r.json().await.expect("json");
+        assert_eq!(v["result"]["content"][0]["text"], want, "{v}");
+    }
+    task.abort();
+}

@@ -107,18 +107,24 @@ struct MetaPeek<'a> {
 /// The members of `_meta` the era layer reads; capabilities and client info stay raw until
 /// they differ from the last ones seen.
 #[derive(Deserialize)]
-struct PeekMeta<'a> {
+pub(crate) struct PeekMeta<'a> {
     #[serde(rename = "progressToken", default)]
-    progress_token: Option<ProgressToken>,
+    pub(crate) progress_token: Option<ProgressToken>,
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
-    protocol_version: Option<std::borrow::Cow<'a, str>>,
+    pub(crate) protocol_version: Option<std::borrow::Cow<'a, str>>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
-    client_capabilities: Option<&'a RawValue>,
+    pub(crate) client_capabilities: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
-    client_info: Option<&'a RawValue>,
+    pub(crate) client_info: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
-    log_level: Option<LoggingLevel>,
+    pub(crate) log_level: Option<LoggingLevel>,
 }
+
+/// The era of a stateless request, resolved by a transport that decoded the request's `_meta`
+/// already (in the request's extensions): the era layer does not decode it again. Dropped
+/// when middleware replaces the params.
+#[derive(Clone)]
+pub(crate) struct ResolvedEra(pub(crate) Era);
 
 /// False only when `json` cannot contain a `_meta` member.
 pub(crate) fn may_hold_meta(json: &str) -> bool {
@@ -160,7 +166,10 @@ impl Session {
         let _ = self.peer.set(peer);
     }
 
-    pub(super) async fn handle(self: Arc<Self>, req: IncomingRequest, peer: Peer) -> Reply {
+    pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
+        if let Some(ResolvedEra(era)) = req.extensions.remove::<ResolvedEra>() {
+            return self.handle_stateless(req, era, peer).await;
+        }
         let params = req.params.as_deref();
         let peek: MetaPeek = match params {
             // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
@@ -171,12 +180,7 @@ impl Session {
         let modern = peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
         if &*req.method == methods::INITIALIZE {
             if modern {
-                // A request carrying the stateless `_meta` is a 2026-07-28 request, and that
-                // revision has no `initialize`: it falls through to "method not found". It
-                // creates no session, so it must not hold up what was pipelined behind it.
-                if self.handshake.get().is_none() {
-                    self.initializing.send_replace(false);
-                }
+                self.stateless_initialize();
             } else {
                 let r = self.initialize(params, &peer);
                 self.initializing.send_replace(false);
@@ -211,8 +215,25 @@ impl Session {
         self.dispatch(req, era, peer).await
     }
 
+    /// A stateless request whose era is resolved already.
+    async fn handle_stateless(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+        if &*req.method == methods::INITIALIZE {
+            self.stateless_initialize();
+        }
+        self.dispatch(req, era, peer).await
+    }
+
+    /// A request carrying the stateless `_meta` is a 2026-07-28 request, and that revision has
+    /// no `initialize`: it falls through to "method not found". It creates no session, so it
+    /// must not hold up what was pipelined behind it.
+    fn stateless_initialize(&self) {
+        if self.handshake.get().is_none() {
+            self.initializing.send_replace(false);
+        }
+    }
+
     /// The era of a stateless request, from its `_meta`.
-    fn modern_era(&self, meta: PeekMeta<'_>) -> Result<Era, ErrorObject> {
+    pub(crate) fn modern_era(&self, meta: PeekMeta<'_>) -> Result<Era, ErrorObject> {
         let version = meta.protocol_version.as_deref().unwrap_or_default();
         let v = match ProtocolVersion::parse(version) {
             Some(v) if v.is_stateless() => v,

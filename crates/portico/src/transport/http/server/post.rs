@@ -19,7 +19,7 @@ use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
 use crate::rpc::{InFlight, Outgoing, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
-use crate::server::session::Session;
+use crate::server::session::{PeekMeta, ResolvedEra, Session};
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     let (mut parts, body) = req.into_parts();
@@ -94,10 +94,36 @@ pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option
 /// transport checks. The session decodes the rest (and caches the client's capabilities).
 struct ModernMeta<'a> {
     version: String,
-    /// `clientCapabilities`, present and an object.
-    has_caps: bool,
+    /// The rest of `_meta` the era layer reads, still raw.
+    head: MetaHead<'a>,
     /// What the header check needs from the params, found in the same pass, still raw.
     target: RawTarget<'a>,
+}
+
+impl<'a> ModernMeta<'a> {
+    /// `clientCapabilities`, present and an object.
+    fn has_caps(&self) -> bool {
+        self.head.client_capabilities.is_some_and(|c| c.get().starts_with('{'))
+    }
+
+    /// The request's era, resolved here so that the era layer need not decode `_meta` again.
+    /// `None` when anything is amiss: the era layer then decodes it and answers the error.
+    fn resolve(self, session: &Session) -> Option<ResolvedEra> {
+        fn decode<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<Option<T>> {
+            match raw {
+                None => Some(None),
+                Some(raw) => serde_json::from_str(raw.get()).ok(),
+            }
+        }
+        let meta = PeekMeta {
+            progress_token: decode(self.head.progress_token)?,
+            protocol_version: Some(Cow::Owned(self.version)),
+            client_capabilities: self.head.client_capabilities,
+            client_info: self.head.client_info,
+            log_level: decode(self.head.log_level)?,
+        };
+        session.modern_era(meta).ok().map(ResolvedEra)
+    }
 }
 
 /// The params members that `Mcp-Name` and `Mcp-Param-*` mirror, undecoded.
@@ -117,13 +143,19 @@ struct Peek<'a> {
     target: RawTarget<'a>,
 }
 
-/// The members of `_meta` the transport needs; capabilities stay raw.
+/// The members of `_meta` the transport and the era layer need; all but the version raw.
 #[derive(Deserialize)]
 struct MetaHead<'a> {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
     protocol_version: Option<String>,
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
     client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
+    client_info: Option<&'a RawValue>,
+    #[serde(rename = "progressToken", borrow, default)]
+    progress_token: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
+    log_level: Option<&'a RawValue>,
 }
 
 impl<'de> Deserialize<'de> for Peek<'de> {
@@ -173,10 +205,7 @@ fn peek_meta(params: Option<&RawValue>) -> Result<Option<ModernMeta<'_>>, ErrorO
     let peek: Peek<'_> =
         serde_json::from_str(p.get()).map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))?;
     let target = peek.target;
-    Ok(peek.meta.and_then(|meta| {
-        let has_caps = meta.client_capabilities.is_some_and(|c| c.get().starts_with('{'));
-        meta.protocol_version.map(|version| ModernMeta { version, has_caps, target })
-    }))
+    Ok(peek.meta.and_then(|mut head| head.protocol_version.take().map(|version| ModernMeta { version, head, target })))
 }
 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
@@ -317,12 +346,16 @@ async fn stateless(
     params: Option<&RawValue>,
     meta: ModernMeta<'_>,
 ) -> Response {
-    if !meta.has_caps {
+    if !meta.has_caps() {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     if let Err(e) = check_mirrored(shared, headers, &meta.version, method, meta.target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
+    }
+    let mut ext = ext;
+    if let Some(era) = meta.resolve(&shared.stateless) {
+        ext.insert(era);
     }
     let ctx = Run::stateless(shared, headers, ext);
     ctx.run(id, method, params).await.0
