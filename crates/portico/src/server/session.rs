@@ -167,20 +167,25 @@ impl Session {
     }
 
     pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
-        if let Some(ResolvedEra(era)) = req.extensions.remove::<ResolvedEra>() {
-            return self.handle_stateless(req, era, peer).await;
-        }
+        let resolved = req.extensions.remove::<ResolvedEra>();
         let params = req.params.as_deref();
         let peek: MetaPeek = match params {
+            // The transport resolved the era from `_meta` already.
+            _ if resolved.is_some() => MetaPeek { meta: None },
             // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
             // and the params need not be scanned twice.
             Some(p) if !may_hold_meta(p.get()) => MetaPeek { meta: None },
             _ => parse(params)?,
         };
-        let modern = peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
+        let modern = resolved.is_some() || peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
         if &*req.method == methods::INITIALIZE {
             if modern {
-                self.stateless_initialize();
+                // A request carrying the stateless `_meta` is a 2026-07-28 request, and that
+                // revision has no `initialize`: it falls through to "method not found". It
+                // creates no session, so it must not hold up what was pipelined behind it.
+                if self.handshake.get().is_none() {
+                    self.initializing.send_replace(false);
+                }
             } else {
                 let r = self.initialize(params, &peer);
                 self.initializing.send_replace(false);
@@ -192,9 +197,10 @@ impl Session {
             let mut rx = self.initializing.subscribe();
             let _ = rx.wait_for(|busy| !busy).await;
         }
-        let era = match peek.meta {
-            Some(meta) if meta.protocol_version.is_some() => self.modern_era(meta)?,
-            other => match self.handshake.get() {
+        let era = match (resolved, peek.meta) {
+            (Some(ResolvedEra(era)), _) => era,
+            (None, Some(meta)) if meta.protocol_version.is_some() => self.modern_era(meta)?,
+            (None, other) => match self.handshake.get() {
                 Some(h) => Era {
                     version: h.version,
                     caps: h.caps.clone(),
@@ -213,23 +219,6 @@ impl Session {
             },
         };
         self.dispatch(req, era, peer).await
-    }
-
-    /// A stateless request whose era is resolved already.
-    async fn handle_stateless(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        if &*req.method == methods::INITIALIZE {
-            self.stateless_initialize();
-        }
-        self.dispatch(req, era, peer).await
-    }
-
-    /// A request carrying the stateless `_meta` is a 2026-07-28 request, and that revision has
-    /// no `initialize`: it falls through to "method not found". It creates no session, so it
-    /// must not hold up what was pipelined behind it.
-    fn stateless_initialize(&self) {
-        if self.handshake.get().is_none() {
-            self.initializing.send_replace(false);
-        }
     }
 
     /// The era of a stateless request, from its `_meta`.
