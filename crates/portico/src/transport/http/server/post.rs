@@ -91,7 +91,8 @@ pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option
 }
 
 /// A request's `_meta` when it is the stateless era's (it names a protocol version): what the
-/// transport checks. The session decodes the rest (and caches the client's capabilities).
+/// transport checks, and what the era layer needs to resolve the request's era (which
+/// [`ModernMeta::resolve`] does through it, so that it does not decode `_meta` again).
 struct ModernMeta<'a> {
     version: String,
     /// The rest of `_meta` the era layer reads, still raw.
@@ -340,7 +341,7 @@ async fn initialize(
 async fn stateless(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
-    ext: http::Extensions,
+    mut ext: http::Extensions,
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
@@ -353,7 +354,6 @@ async fn stateless(
     if let Err(e) = check_mirrored(shared, headers, &meta.version, method, meta.target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
-    let mut ext = ext;
     if let Some(era) = meta.resolve(&shared.stateless) {
         ext.insert(era);
     }
