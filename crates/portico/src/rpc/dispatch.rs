@@ -13,11 +13,11 @@ use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
 use super::peer::lock;
-use super::{IncomingRequest, Peer, RpcConfig, Service};
+use super::{Cancel, IncomingRequest, Peer, RpcConfig, Service};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
 /// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
-pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, CancellationToken>>>;
+pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, Cancel>>>;
 
 /// Starts the tasks of one connection and returns its sending handle.
 ///
@@ -69,8 +69,10 @@ async fn write_loop<W: FrameWriter>(
     peer: Peer,
     done: CancellationToken,
 ) {
-    let closed = peer.closed_token().clone();
+    let closed_token = peer.closed_token().clone();
     let result: std::io::Result<()> = async {
+        // Made once, not per batch: waiting on a token registers with its mutex.
+        let mut closed = std::pin::pin!(closed_token.cancelled());
         loop {
             let first = tokio::select! {
                 biased;
@@ -78,7 +80,7 @@ async fn write_loop<W: FrameWriter>(
                     Some(m) => m,
                     None => break,
                 },
-                _ = closed.cancelled() => {
+                _ = &mut closed => {
                     // Closing: write what is already queued, then end the stream.
                     while let Ok(m) = rx.try_recv() {
                         m.write_to(&mut writer).await?;
@@ -150,11 +152,14 @@ impl<S: Service> Dispatcher<S> {
     ) {
         let mut frames = Box::pin(frames);
         let mut queue: VecDeque<Queued> = VecDeque::new();
+        // Made once, not per message: waiting on a token registers with its mutex.
+        let closed_token = self.peer.closed_token().clone();
+        let mut closed = std::pin::pin!(closed_token.cancelled());
         let reason = loop {
             let can_read = queue.len() < self.max_queued;
             tokio::select! {
                 biased;
-                _ = self.peer.closed_token().cancelled() => break "closed locally",
+                _ = &mut closed => break "closed locally",
                 permit = self.sem.clone().acquire_owned(), if !queue.is_empty() => {
                     let Ok(permit) = permit else { break "shutting down" };
                     if let Some(q) = queue.pop_front() {
@@ -258,9 +263,9 @@ impl<S: Service> Dispatcher<S> {
     }
 
     fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
-        // A plain token (not a child of the connection's): closing cancels every in-flight
-        // token through the in-flight map, without a shared token tree to contend on.
-        let token = CancellationToken::new();
+        // Not tied to the connection's token: closing cancels every in-flight request through
+        // the in-flight map, without a shared token tree to contend on.
+        let token = Cancel::new();
         lock(&self.in_flight).insert(q.id.clone(), token.clone());
         let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
         run_now_or_spawn(async move {
@@ -288,9 +293,7 @@ impl<S: Service> Dispatcher<S> {
                 }
                 Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
                 Ok(Incoming::Request { id, method, params }) => {
-                    // A plain token (not a child of the connection's): closing cancels every in-flight
-                    // token through the in-flight map, without a shared token tree to contend on.
-                    let token = CancellationToken::new();
+                    let token = Cancel::new();
                     lock(&self.in_flight).insert(id.clone(), token.clone());
                     let q = Queued::new(id, &method, params);
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
@@ -367,7 +370,7 @@ pub(crate) async fn run_request<S: Service>(
     peer: Peer,
     in_flight: InFlight,
     q: Queued,
-    token: CancellationToken,
+    token: Cancel,
 ) -> Option<(Peer, Outgoing)> {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
@@ -380,11 +383,7 @@ pub(crate) async fn run_request<S: Service>(
         extensions: q.extensions,
     };
     let call = service.call(request, peer.clone());
-    let outcome = tokio::select! {
-        biased;
-        _ = token.cancelled() => None,
-        reply = std::panic::AssertUnwindSafe(call).catch_unwind().instrument(span) => Some(reply),
-    };
+    let outcome = unless_cancelled(&token, std::panic::AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
     lock(&in_flight).remove(&id);
     let bytes = match outcome? {
         Ok(Ok(result)) => envelope::encode_result(&id, result),
@@ -395,4 +394,26 @@ pub(crate) async fn run_request<S: Service>(
         }
     };
     Some((peer, bytes))
+}
+
+/// Runs `fut` until it finishes (`Some`) or `cancel` fires (`None`, `fut` dropped); cancellation
+/// wins when both are ready. Only a future that waits makes `cancel` a token to wait on: a
+/// request answered in its first poll never touches one.
+async fn unless_cancelled<F: Future>(cancel: &Cancel, fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut waiting: Option<std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>> = None;
+    std::future::poll_fn(|cx| {
+        if cancel.is_cancelled() {
+            return std::task::Poll::Ready(None);
+        }
+        if let std::task::Poll::Ready(out) = fut.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(out));
+        }
+        let wait = waiting.get_or_insert_with(|| Box::pin(cancel.token().clone().cancelled_owned()));
+        match wait.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    })
+    .await
 }

@@ -5,6 +5,7 @@
 //! and routes responses to waiting callers and requests to the [`Service`] (each in its own
 //! task), and a writer task drains one outgoing queue, flushing only when it is empty.
 
+mod cancel;
 mod dispatch;
 pub(crate) mod envelope;
 mod peer;
@@ -15,8 +16,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use portico_schema::{ErrorObject, RequestId};
 use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 
+pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 #[cfg(feature = "http-server")]
 pub(crate) use dispatch::{InFlight, Queued, route_notification, run_now_or_spawn, run_request};
@@ -59,7 +60,7 @@ pub(crate) struct IncomingRequest {
     pub method: Box<str>,
     pub params: Option<Box<RawValue>>,
     /// Cancelled by `notifications/cancelled` or when the connection closes.
-    pub cancel: CancellationToken,
+    pub cancel: Cancel,
     /// Notified to end this request's response stream early (resumable HTTP streams only).
     pub close_stream: Option<Arc<tokio::sync::Notify>>,
     /// What the transport knows of the request (over HTTP: the HTTP request's extensions, e.g.

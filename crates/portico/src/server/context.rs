@@ -47,7 +47,7 @@ pub(crate) struct Inner {
     pub id: RequestId,
     pub version: ProtocolVersion,
     pub peer: Peer,
-    pub cancel: CancellationToken,
+    pub cancel: crate::rpc::Cancel,
     pub client_caps: Arc<ClientCapabilities>,
     pub client_info: Option<Arc<Implementation>>,
     pub progress_token: Option<ProgressToken>,
@@ -200,7 +200,7 @@ impl RequestContext {
     /// task outlives its request and connection). The handler's future is also dropped then;
     /// the token serves work spawned outside it.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.inner.cancel
+        self.inner.cancel.token()
     }
 
     /// True once the request is cancelled.
@@ -462,7 +462,7 @@ impl RequestContext {
         }
         let options = RequestOptions {
             timeout: INPUT_REQUEST_TIMEOUT,
-            cancel: Some(self.inner.cancel.clone()),
+            cancel: Some(self.inner.cancel.token().clone()),
             ..Default::default()
         };
         let peer = &self.inner.peer;

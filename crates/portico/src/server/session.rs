@@ -27,7 +27,7 @@ use super::input::RawResponses;
 use super::registry::{Entry, InvalidCursor, ReadOutput, Registry, page};
 use super::tasks::{self, TaskSupport};
 use super::{Event, Server, downgrade, input};
-use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
+use crate::rpc::{Cancel, IncomingRequest, Peer, Reply, Service, lock};
 
 /// The era of one request, resolved before dispatch.
 #[derive(Clone)]
@@ -453,7 +453,7 @@ impl Session {
         // this future is dropped), by tasks/cancel after.
         let (cancel, guard) = if eligible {
             let t = CancellationToken::new();
-            (t.clone(), Some(t.drop_guard()))
+            (Cancel::from_token(t.clone()), Some(t.drop_guard()))
         } else {
             (req.cancel.clone(), None)
         };
@@ -483,7 +483,7 @@ impl Session {
             input::Stage::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
             input::Stage::InputRequired(r) => self.finish(r, &era),
             input::Stage::Task(fut) => {
-                let task = self.server.tasks().create(cancel)?;
+                let task = self.server.tasks().create(cancel.token().clone())?;
                 if let Some(s) = &state {
                     let _ = s.task.set(task.clone());
                 }
@@ -696,7 +696,7 @@ impl Session {
         era: &Era,
         peer: Peer,
         input: Option<Arc<InputState>>,
-        cancel: CancellationToken,
+        cancel: Cancel,
     ) -> RequestContext {
         RequestContext::new(CtxInner {
             id: req.id.clone(),

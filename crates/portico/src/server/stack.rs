@@ -8,7 +8,6 @@ use std::task::{Context, Poll};
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 use super::session::Session;
@@ -19,7 +18,7 @@ use crate::rpc::{IncomingRequest, Peer, Reply};
 pub(crate) struct Route {
     session: Arc<Session>,
     peer: Peer,
-    cancel: CancellationToken,
+    cancel: crate::rpc::Cancel,
     close_stream: Option<Arc<Notify>>,
 }
 

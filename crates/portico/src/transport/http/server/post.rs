@@ -18,7 +18,7 @@ use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
-use crate::rpc::{InFlight, Outgoing, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
+use crate::rpc::{Cancel, InFlight, Outgoing, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
 use crate::server::session::{PeekMeta, ResolvedEra, Session};
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
@@ -495,8 +495,8 @@ impl Run {
         // not a child of the endpoint-wide stateless peer's, whose tree would be one mutex shared
         // by every stateless request on every worker.
         let token = match &self.session {
-            Some(_) => self.root.closed_token().child_token(),
-            None => tokio_util::sync::CancellationToken::new(),
+            Some(_) => Cancel::from_token(self.root.closed_token().child_token()),
+            None => Cancel::new(),
         };
         lock(&self.in_flight).insert(id.clone(), token.clone());
         // Handlers may end a session stream early; the client resumes it with Last-Event-ID.
@@ -849,7 +849,7 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
                 ));
             }
             Ok(Incoming::Request { id, method, params }) => {
-                let token = s.peer.closed_token().child_token();
+                let token = Cancel::from_token(s.peer.closed_token().child_token());
                 lock(&s.in_flight).insert(id.clone(), token.clone());
                 let mut q = Queued::new(id, &method, params);
                 q.extensions = ext.clone();

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// One item of an SSE response.
 #[derive(Debug, Clone)]
@@ -55,7 +54,7 @@ pub(crate) fn encode(item: &SseItem) -> Bytes {
 
 /// Cancels a request when its response stream is dropped before it completed (a closed
 /// stream is a cancellation in 2026-07-28).
-pub(crate) struct CancelOnDrop(pub Option<CancellationToken>);
+pub(crate) struct CancelOnDrop(pub Option<crate::rpc::Cancel>);
 
 impl CancelOnDrop {
     pub(crate) fn disarm(&mut self) {
