@@ -7,12 +7,13 @@ use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
 use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificationParams, RequestId, methods};
 use serde_json::value::RawValue;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
 use super::peer::lock;
+use super::slots::{Slot, Slots};
 use super::{Cancel, IncomingRequest, Peer, RpcConfig, Service};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
@@ -33,8 +34,7 @@ pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, con
     let dispatcher = Dispatcher {
         service,
         peer: peer.clone(),
-        sem: Arc::new(Semaphore::new(config.max_in_flight.max(1))),
-        slots: config.max_in_flight.max(1) as u32,
+        slots: Slots::new(config.max_in_flight),
         in_flight: Arc::new(Mutex::new(HashMap::new())),
         max_queued: config.max_queued,
         cancel_on_input_end: config.cancel_on_input_end,
@@ -114,8 +114,7 @@ struct Dispatcher<S> {
     peer: Peer,
     /// Each running request holds a permit until its response is queued; acquiring all of
     /// them waits for every request to finish.
-    sem: Arc<Semaphore>,
-    slots: u32,
+    slots: Slots,
     in_flight: InFlight,
     max_queued: usize,
     cancel_on_input_end: bool,
@@ -160,8 +159,7 @@ impl<S: Service> Dispatcher<S> {
             tokio::select! {
                 biased;
                 _ = &mut closed => break "closed locally",
-                permit = self.sem.clone().acquire_owned(), if !queue.is_empty() => {
-                    let Ok(permit) = permit else { break "shutting down" };
+                permit = self.slots.take(), if !queue.is_empty() => {
                     if let Some(q) = queue.pop_front() {
                         self.spawn(q, permit);
                     }
@@ -195,12 +193,12 @@ impl<S: Service> Dispatcher<S> {
         // Requests already admitted still run and answer, unless the connection was closed.
         if !self.peer.is_closed() {
             while let Some(q) = queue.pop_front() {
-                let Ok(permit) = self.sem.clone().acquire_owned().await else { break };
+                let permit = self.slots.take().await;
                 self.spawn(q, permit);
             }
         }
         tokio::select! {
-            _ = self.sem.acquire_many(self.slots) => {}
+            _ = self.slots.all_free() => {}
             _ = self.peer.closed_token().cancelled() => {}
         }
         for (_, token) in lock(&self.in_flight).drain() {
@@ -243,16 +241,16 @@ impl<S: Service> Dispatcher<S> {
             Ok(Incoming::Request { id, method, params }) => {
                 self.service.admit(&method);
                 let q = Queued::new(id, &method, params);
-                match self.sem.clone().try_acquire_owned() {
-                    Ok(permit) if queue.is_empty() => self.spawn(q, permit),
-                    Ok(permit) => {
+                match self.slots.try_take() {
+                    Some(permit) if queue.is_empty() => self.spawn(q, permit),
+                    Some(permit) => {
                         // Keep arrival order: the oldest waiting request goes first.
                         queue.push_back(q);
                         if let Some(first) = queue.pop_front() {
                             self.spawn(first, permit);
                         }
                     }
-                    Err(_) => queue.push_back(q),
+                    None => queue.push_back(q),
                 }
             }
         }
@@ -262,7 +260,7 @@ impl<S: Service> Dispatcher<S> {
         route_notification(&*self.service, &self.peer, &self.in_flight, method, params);
     }
 
-    fn spawn(&self, q: Queued, permit: OwnedSemaphorePermit) {
+    fn spawn(&self, q: Queued, permit: Slot) {
         // Not tied to the connection's token: closing cancels every in-flight request through
         // the in-flight map, without a shared token tree to contend on.
         let token = Cancel::new();
@@ -304,7 +302,7 @@ impl<S: Service> Dispatcher<S> {
         if futures.is_empty() {
             return;
         }
-        let Ok(permit) = self.sem.clone().acquire_owned().await else { return };
+        let permit = self.slots.take().await;
         let peer = self.peer.clone();
         tokio::spawn(async move {
             let replies: Vec<Vec<u8>> = futures_util::future::join_all(futures).await.into_iter().flatten().collect();

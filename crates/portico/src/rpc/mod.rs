@@ -9,6 +9,7 @@ mod cancel;
 mod dispatch;
 pub(crate) mod envelope;
 mod peer;
+mod slots;
 
 use std::sync::Arc;
 use std::time::Duration;

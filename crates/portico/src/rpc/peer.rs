@@ -62,6 +62,9 @@ pub(crate) struct PeerShared {
     next_id: AtomicI64,
     /// Cancelled when the connection is closed, for whatever reason.
     pub(crate) closed: CancellationToken,
+    /// Set before `closed` is cancelled: a token's `is_cancelled` takes its mutex, and every
+    /// message sent asks.
+    closed_flag: std::sync::atomic::AtomicBool,
     /// Cancelled when the writer has flushed everything and closed the transport.
     pub(crate) finished: CancellationToken,
     close_reason: Mutex<Option<String>>,
@@ -94,6 +97,7 @@ impl Peer {
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
                 closed: CancellationToken::new(),
+                closed_flag: std::sync::atomic::AtomicBool::new(false),
                 finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
                 input_closed: std::sync::atomic::AtomicBool::new(false),
@@ -114,7 +118,7 @@ impl Peer {
 
     /// True once the connection is closed.
     pub(crate) fn is_closed(&self) -> bool {
-        self.shared.closed.is_cancelled()
+        self.shared.closed_flag.load(Ordering::Acquire)
     }
 
     /// Waits until the connection is closed.
@@ -292,6 +296,7 @@ impl Peer {
                 *r = Some(reason.to_owned());
             }
         }
+        self.shared.closed_flag.store(true, Ordering::Release);
         self.shared.closed.cancel();
         let drained: Vec<_> = lock(&self.shared.pending).drain().collect();
         drop(drained); // dropping the senders wakes the waiters with "closed"
