@@ -192,6 +192,73 @@ async fn cancellation_stops_the_handler_in_both_eras() {
     }
 }
 
+/// The token a handler asks for (made on first use, not with the request) is cancelled with
+/// the request, whether asked for before the cancellation arrives or after.
+#[tokio::test]
+async fn a_handlers_cancellation_token_fires_when_the_client_cancels() {
+    use portico::server::{RequestContext, Server};
+    for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
+        let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+        let server = Server::builder(Implementation::new("cancel", "1.0.0"))
+            .tool(Tool::new("watch", schema(json!({}), &[])), move |_: Empty, cx: RequestContext| {
+                let seen = seen_tx.clone();
+                async move {
+                    // Work spawned outside the handler's future, told to stop by the token.
+                    let token = cx.cancellation().clone();
+                    let early = seen.clone();
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        let _ = early.send("token asked for before");
+                    });
+                    let _ = seen.send("started");
+                    // Keeps the context alive past the cancellation: this future is dropped.
+                    let late = LateToken(Some(cx), seen);
+                    std::future::pending::<()>().await;
+                    drop(late);
+                    "unreachable".to_string()
+                }
+            })
+            .build();
+        let (c, s, _wire) = tapped_pair();
+        server.connect(s);
+        let client = Client::builder(Implementation::new("t", "0"))
+            .era(mode)
+            .connect(c)
+            .await
+            .expect("connect");
+        let token = CancellationToken::new();
+        let (c2, t2) = (client.clone(), token.clone());
+        let call =
+            tokio::spawn(async move { c2.call_tool_with("watch", json!({}), CallOptions::new().with_cancel(t2)).await });
+        assert_eq!(seen_rx.recv().await, Some("started"));
+        token.cancel();
+        assert!(call.await.expect("join").expect_err("cancelled").is_cancelled());
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            let next = tokio::time::timeout(Duration::from_secs(5), seen_rx.recv()).await;
+            got.push(next.expect("the token fired").expect("open"));
+        }
+        got.sort_unstable();
+        assert_eq!(got, ["token asked for after", "token asked for before"], "{mode:?}");
+        client.close().await;
+    }
+}
+
+/// Asks for the context's token only when dropped (after the cancellation), and reports
+/// whether it is already cancelled.
+struct LateToken(Option<portico::server::RequestContext>, tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+impl Drop for LateToken {
+    fn drop(&mut self) {
+        if let Some(cx) = self.0.take()
+            && cx.is_cancelled()
+            && cx.cancellation().is_cancelled()
+        {
+            let _ = self.1.send("token asked for after");
+        }
+    }
+}
+
 #[tokio::test]
 async fn timeout_sends_cancelled_and_fails_the_call() {
     let (client, _server, probes, _rec, wire) = connect(EraMode::Handshake(ProtocolVersion::V2025_11_25)).await;

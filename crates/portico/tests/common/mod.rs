@@ -107,7 +107,7 @@ impl Drop for OnDrop {
     }
 }
 
-fn schema(props: Value, required: &[&str]) -> JsonObject {
+pub fn schema(props: Value, required: &[&str]) -> JsonObject {
     object(json!({"type": "object", "properties": props, "required": required}))
 }
 
