@@ -50,6 +50,9 @@
 //!
 //! [tower]: https://docs.rs/tower
 
+// Without the server and the client nothing builds requests or stacks; the types stay public.
+#![cfg_attr(not(any(feature = "server", feature = "client")), allow(dead_code))]
+
 use bytes::Bytes;
 use portico_schema::{ErrorObject, RequestId};
 use serde::Serialize;

@@ -221,15 +221,13 @@ async fn a_handlers_cancellation_token_fires_when_the_client_cancels() {
             .build();
         let (c, s, _wire) = tapped_pair();
         server.connect(s);
-        let client = Client::builder(Implementation::new("t", "0"))
-            .era(mode)
-            .connect(c)
-            .await
-            .expect("connect");
+        let client = Client::builder(Implementation::new("t", "0")).era(mode).connect(c).await.expect("connect");
         let token = CancellationToken::new();
         let (c2, t2) = (client.clone(), token.clone());
         let call =
-            tokio::spawn(async move { c2.call_tool_with("watch", json!({}), CallOptions::new().with_cancel(t2)).await });
+            tokio::spawn(
+                async move { c2.call_tool_with("watch", json!({}), CallOptions::new().with_cancel(t2)).await },
+            );
         assert_eq!(seen_rx.recv().await, Some("started"));
         token.cancel();
         assert!(call.await.expect("join").expect_err("cancelled").is_cancelled());

@@ -303,6 +303,7 @@ pub(crate) struct SplitResult {
 
 impl SplitResult {
     /// The head (up to `"result":`) and the result; the message ends with `}` after them.
+    #[cfg(feature = "http-server")]
     pub(crate) fn into_parts(self) -> (Vec<u8>, Bytes) {
         (self.head, self.body)
     }
@@ -324,6 +325,7 @@ impl Outgoing {
     }
 
     /// The message as [`Bytes`] (parts are joined).
+    #[cfg(feature = "http-server")]
     pub(crate) fn into_bytes(self) -> Bytes {
         Bytes::from(self.into_vec())
     }

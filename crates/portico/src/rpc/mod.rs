@@ -22,7 +22,9 @@ pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 #[cfg(feature = "http-server")]
 pub(crate) use dispatch::{InFlight, Queued, route_notification, run_now_or_spawn, run_request};
-pub(crate) use envelope::{Outgoing, ResultBytes};
+#[cfg(feature = "http-server")]
+pub(crate) use envelope::Outgoing;
+pub(crate) use envelope::ResultBytes;
 pub(crate) use peer::{Peer, ProgressSink, RequestOptions, lock, read_lock, write_lock};
 
 /// Limits of one connection.
