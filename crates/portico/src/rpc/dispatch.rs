@@ -112,8 +112,8 @@ async fn write_loop<W: FrameWriter>(
 struct Dispatcher<S> {
     service: Arc<S>,
     peer: Peer,
-    /// Each running request holds a permit until its response is queued; acquiring all of
-    /// them waits for every request to finish.
+    /// Each running request holds a slot until its response is queued; `all_free` waits for
+    /// every request to finish.
     slots: Slots,
     in_flight: InFlight,
     max_queued: usize,
@@ -159,9 +159,9 @@ impl<S: Service> Dispatcher<S> {
             tokio::select! {
                 biased;
                 _ = &mut closed => break "closed locally",
-                permit = self.slots.take(), if !queue.is_empty() => {
+                slot = self.slots.take(), if !queue.is_empty() => {
                     if let Some(q) = queue.pop_front() {
-                        self.spawn(q, permit);
+                        self.spawn(q, slot);
                     }
                 }
                 item = frames.next(), if can_read => match item {
@@ -193,8 +193,8 @@ impl<S: Service> Dispatcher<S> {
         // Requests already admitted still run and answer, unless the connection was closed.
         if !self.peer.is_closed() {
             while let Some(q) = queue.pop_front() {
-                let permit = self.slots.take().await;
-                self.spawn(q, permit);
+                let slot = self.slots.take().await;
+                self.spawn(q, slot);
             }
         }
         tokio::select! {
@@ -242,12 +242,12 @@ impl<S: Service> Dispatcher<S> {
                 self.service.admit(&method);
                 let q = Queued::new(id, &method, params);
                 match self.slots.try_take() {
-                    Some(permit) if queue.is_empty() => self.spawn(q, permit),
-                    Some(permit) => {
+                    Some(slot) if queue.is_empty() => self.spawn(q, slot),
+                    Some(slot) => {
                         // Keep arrival order: the oldest waiting request goes first.
                         queue.push_back(q);
                         if let Some(first) = queue.pop_front() {
-                            self.spawn(first, permit);
+                            self.spawn(first, slot);
                         }
                     }
                     None => queue.push_back(q),
@@ -260,7 +260,7 @@ impl<S: Service> Dispatcher<S> {
         route_notification(&*self.service, &self.peer, &self.in_flight, method, params);
     }
 
-    fn spawn(&self, q: Queued, permit: Slot) {
+    fn spawn(&self, q: Queued, slot: Slot) {
         // Not tied to the connection's token: closing cancels every in-flight request through
         // the in-flight map, without a shared token tree to contend on.
         let token = Cancel::new();
@@ -268,12 +268,12 @@ impl<S: Service> Dispatcher<S> {
         let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
         run_now_or_spawn(async move {
             if let Some(bytes) = fut.await {
-                // The response waits for queue space; the permit is held until then, which is
+                // The response waits for queue space; the slot is held until then, which is
                 // the backpressure on a peer that does not read its responses.
                 // (`send_raw` fails only when the connection is closed.)
                 let _ = bytes.0.send_raw(bytes.1).await;
             }
-            drop(permit);
+            drop(slot);
         });
     }
 
@@ -302,14 +302,14 @@ impl<S: Service> Dispatcher<S> {
         if futures.is_empty() {
             return;
         }
-        let permit = self.slots.take().await;
+        let slot = self.slots.take().await;
         let peer = self.peer.clone();
         tokio::spawn(async move {
             let replies: Vec<Vec<u8>> = futures_util::future::join_all(futures).await.into_iter().flatten().collect();
             if !replies.is_empty() {
                 let _ = peer.send_raw(envelope::encode_batch(&replies)).await;
             }
-            drop(permit);
+            drop(slot);
         });
     }
 }
