@@ -315,18 +315,7 @@ async fn http_request_extensions_reach_handlers() {
     let task = tokio::spawn(async move { axum::serve(listener, app).await });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "whoami", "arguments": {},
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let r = reqwest::Client::new()
-        .post(&url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "whoami")
-        .header("x-tenant", "globex")
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    let v: serde_json::Value = r.json().await.expect("json");
+    let v = post_stateless_call(&reqwest::Client::new(), &url, "whoami", &[("x-tenant", "globex")], &body).await;
     assert_eq!(v["result"]["content"][0]["text"], "globex", "{v}");
     task.abort();
 }
@@ -416,18 +405,29 @@ async fn a_layer_rewriting_meta_over_http_is_obeyed() {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "who", "arguments": {"rename": rename},
             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/clientInfo": {"name": "original", "version": "1"}}}});
-        let r = http
-            .post(&url)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", "tools/call")
-            .header("mcp-name", "who")
-            .json(&body)
-            .send()
-            .await
-            .expect("post");
-        let v: serde_json::Value = r.json().await.expect("json");
+        let v = post_stateless_call(&http, &url, "who", &[], &body).await;
         assert_eq!(v["result"]["content"][0]["text"], want, "{v}");
     }
     task.abort();
+}
+
+/// POSTs a stateless (2026-07-28) `tools/call` of `tool` with its mirrored headers plus `extra`,
+/// and returns the JSON answer.
+async fn post_stateless_call(
+    http: &reqwest::Client,
+    url: &str,
+    tool: &str,
+    extra: &[(&str, &str)],
+    body: &serde_json::Value,
+) -> serde_json::Value {
+    let mut req = http
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool);
+    for (name, value) in extra {
+        req = req.header(*name, *value);
+    }
+    req.json(body).send().await.expect("post").json().await.expect("json")
 }
