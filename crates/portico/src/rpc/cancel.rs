@@ -22,6 +22,9 @@ struct Inner {
     token: OnceLock<CancellationToken>,
     /// Orders `cancel` against the token's creation: one of them sees the other.
     made: Mutex<()>,
+    /// In the connection's in-flight map (see `dispatch::register`): only then does the
+    /// request's end remove it there.
+    registered: AtomicBool,
 }
 
 impl std::fmt::Debug for Cancel {
@@ -49,6 +52,16 @@ impl Cancel {
         if let Some(t) = self.0.token.get() {
             t.cancel();
         }
+    }
+
+    /// Marks the request as entered in its connection's in-flight map.
+    pub(crate) fn set_registered(&self) {
+        self.0.registered.store(true, Ordering::Release);
+    }
+
+    /// True once [`Cancel::set_registered`] was called.
+    pub(crate) fn is_registered(&self) -> bool {
+        self.0.registered.load(Ordering::Acquire)
     }
 
     /// True once cancelled, by [`Cancel::cancel`] or through the token.

@@ -264,9 +264,14 @@ impl<S: Service> Dispatcher<S> {
         // Not tied to the connection's token: closing cancels every in-flight request through
         // the in-flight map, without a shared token tree to contend on.
         let token = Cancel::new();
-        lock(&self.in_flight).insert(q.id.clone(), token.clone());
-        let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
-        run_now_or_spawn(async move {
+        let id = q.id.clone();
+        let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token.clone());
+        let in_flight = &self.in_flight;
+        // Only a request that waits can be cancelled by a later message, so only such a
+        // request enters the in-flight map: one answered at once costs no lock and no hashing
+        // of its id. It is entered before its task exists, so its end (which removes it)
+        // cannot come first.
+        let task = async move {
             if let Some(bytes) = fut.await {
                 // The response waits for queue space; the slot is held until then, which is
                 // the backpressure on a peer that does not read its responses.
@@ -274,7 +279,8 @@ impl<S: Service> Dispatcher<S> {
                 let _ = bytes.0.send_raw(bytes.1).await;
             }
             drop(slot);
-        });
+        };
+        run_now_or_spawn(task, || register(in_flight, id, &token));
     }
 
     async fn on_batch(&self, items: Vec<&RawValue>) {
@@ -292,7 +298,7 @@ impl<S: Service> Dispatcher<S> {
                 Ok(Incoming::Notification { method, params }) => self.on_notification(&method, params),
                 Ok(Incoming::Request { id, method, params }) => {
                     let token = Cancel::new();
-                    lock(&self.in_flight).insert(id.clone(), token.clone());
+                    register(&self.in_flight, id.clone(), &token);
                     let q = Queued::new(id, &method, params);
                     let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token);
                     futures.push(async move { fut.await.map(|(_, b)| b.into_vec()) }.boxed());
@@ -315,14 +321,22 @@ impl<S: Service> Dispatcher<S> {
 }
 
 /// Runs `fut` to its first wait here; only a future that waits gets a task of its own (and is
-/// polled again there). A request that completes at once (an echo, a cached listing) is so
-/// answered without a spawn, a scheduler hand-off or a wake-up.
-pub(crate) fn run_now_or_spawn(fut: impl Future<Output = ()> + Send + 'static) {
+/// polled again there), `before_spawn` running first. A request that completes at once (an
+/// echo, a cached listing) is so answered without a spawn, a scheduler hand-off or a wake-up.
+pub(crate) fn run_now_or_spawn(fut: impl Future<Output = ()> + Send + 'static, before_spawn: impl FnOnce()) {
     let mut task = Box::pin(fut);
     let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
     if pending {
+        before_spawn();
         tokio::spawn(task);
     }
+}
+
+/// Enters a request in its connection's in-flight map, where `notifications/cancelled` and
+/// the connection's end find it; [`run_request`] removes it when it ends.
+pub(crate) fn register(in_flight: &InFlight, id: RequestId, token: &Cancel) {
+    token.set_registered();
+    lock(in_flight).insert(id, token.clone());
 }
 
 /// Handles an incoming notification: cancellation and progress are the engine's, the rest
@@ -382,7 +396,9 @@ pub(crate) async fn run_request<S: Service>(
     };
     let call = service.call(request, peer.clone());
     let outcome = unless_cancelled(&token, std::panic::AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
-    lock(&in_flight).remove(&id);
+    if token.is_registered() {
+        lock(&in_flight).remove(&id);
+    }
     let bytes = match outcome? {
         Ok(Ok(result)) => envelope::encode_result(&id, result),
         Ok(Err(error)) => envelope::encode_error(Some(&id), &error).into(),

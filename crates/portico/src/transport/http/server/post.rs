@@ -18,7 +18,7 @@ use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
-use crate::rpc::{Cancel, InFlight, Outgoing, Peer, Queued, lock, route_notification, run_now_or_spawn, run_request};
+use crate::rpc::{Cancel, InFlight, Outgoing, Peer, Queued, register, route_notification, run_now_or_spawn, run_request};
 use crate::server::session::{PeekMeta, ResolvedEra, Session};
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
@@ -498,7 +498,6 @@ impl Run {
             Some(_) => Cancel::from_token(self.root.closed_token().child_token()),
             None => Cancel::new(),
         };
-        lock(&self.in_flight).insert(id.clone(), token.clone());
         // Handlers may end a session stream early; the client resumes it with Last-Event-ID.
         let close = self.session.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
         let q = Queued {
@@ -512,11 +511,16 @@ impl Run {
         let busy = self.session.clone().map(Busy::new);
         let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
         let task_token = token.clone();
-        run_now_or_spawn(async move {
-            let out = run_request(service, peer, in_flight, q, task_token).await;
-            let _ = fin_tx.send(out.map(|(_, b)| b));
-            drop(busy);
-        });
+        // Entered in the in-flight map (for notifications/cancelled) only if it waits.
+        let registry = &self.in_flight;
+        run_now_or_spawn(
+            async move {
+                let out = run_request(service, peer, in_flight, q, task_token).await;
+                let _ = fin_tx.send(out.map(|(_, b)| b));
+                drop(busy);
+            },
+            || register(registry, id.clone(), &token),
+        );
         // In 2026-07-28 a response stream that goes away cancels the request.
         let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
 
@@ -850,7 +854,7 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
             }
             Ok(Incoming::Request { id, method, params }) => {
                 let token = Cancel::from_token(s.peer.closed_token().child_token());
-                lock(&s.in_flight).insert(id.clone(), token.clone());
+                register(&s.in_flight, id.clone(), &token);
                 let mut q = Queued::new(id, &method, params);
                 q.extensions = ext.clone();
                 // Messages a batched request sends before its result cannot be delivered.
