@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Portico beside rmcp (the official Rust MCP SDK, bench/rmcp/, its own workspace): builds both in
-# release, runs bench-driver against Portico's bench-server and rmcp-bench-server with the same
+# the release-lto profile, runs bench-driver against Portico's bench-server and rmcp-bench-server with the same
 # settings, interleaved (Portico, rmcp, Portico, … for --rounds rounds), and prints one table per
 # transport and era with the median of the rounds and the ratio Portico ÷ rmcp.
 #
@@ -19,7 +19,8 @@
 # `http-stateless PORT` (stateless, JSON responses) in the 2026-07-28 era; `http-echo` (bare hyper)
 # is the ceiling, in the same rounds. `sessions` compares KB of server RSS per idle session (ratio =
 # rmcp ÷ Portico, how many times less Portico uses).
-# Builds use $CARGO_TARGET_DIR (default target/) for Portico and $RMCP_TARGET_DIR (default
+# Both are built with the `release-lto` profile (fat LTO, one codegen unit; the same in both
+# workspaces). Builds use $CARGO_TARGET_DIR (default target/) for Portico and $RMCP_TARGET_DIR (default
 # target/rmcp/) for rmcp. Needs python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +46,13 @@ while (($#)); do
 done
 ((has_duration)) || driver_args+=(--duration 3)
 
-cargo build --release -p portico-bench
-(cd bench/rmcp && CARGO_TARGET_DIR="$rmcp_target" cargo build --release)
+cargo build --profile release-lto -p portico-bench
+(cd bench/rmcp && CARGO_TARGET_DIR="$rmcp_target" cargo build --profile release-lto)
 rmcp_version=$(awk '/^name = "rmcp"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' bench/rmcp/Cargo.lock)
 
 echo "== machine"
 echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') · kernel: $(uname -r) · load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== rmcp $rmcp_version · stdio era $era · $rounds round(s) · driver args: ${driver_args[*]}"
 
-exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/release" --rbin "$rmcp_target/release" --era "$era" \
+exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/release-lto" --rbin "$rmcp_target/release-lto" --era "$era" \
     --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" -- "${driver_args[@]}"

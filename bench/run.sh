@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the harness in release and runs every workload against the Portico bench server (both
+# Builds the harness (profile release-lto) and runs every workload against the Portico bench server (both
 # eras, stdio and Streamable HTTP) and the raw echo and bare hyper baselines. Extra arguments go to every bench-driver run, e.g.
 #   bench/run.sh --duration 10 --json
 # `bench/run.sh --compare [ARGS…]` runs bench/compare.sh instead: Portico beside rmcp, one table.
@@ -10,8 +10,8 @@ if [[ "${1:-}" == "--compare" ]]; then
     exec bench/compare.sh "$@"
 fi
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --release -p portico-bench
-bin="$CARGO_TARGET_DIR/release"
+cargo build --profile release-lto -p portico-bench
+bin="$CARGO_TARGET_DIR/release-lto"
 
 echo "== machine"
 echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') · kernel: $(uname -r)"

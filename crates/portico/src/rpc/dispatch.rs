@@ -1,6 +1,7 @@
 //! The receiving side: reader, dispatcher and writer tasks of one connection.
 
 use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -132,6 +133,18 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
+    /// The request as its handler gets it.
+    fn into_request(self, cancel: Cancel) -> IncomingRequest {
+        IncomingRequest {
+            id: self.id,
+            method: self.method,
+            params: self.params,
+            cancel,
+            close_stream: self.close_stream,
+            extensions: self.extensions,
+        }
+    }
+
     pub(crate) fn new(id: RequestId, method: &str, params: Option<&RawValue>) -> Self {
         Queued {
             id,
@@ -264,23 +277,50 @@ impl<S: Service> Dispatcher<S> {
         // Not tied to the connection's token: closing cancels every in-flight request through
         // the in-flight map, without a shared token tree to contend on.
         let token = Cancel::new();
+        let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
         let id = q.id.clone();
-        let fut = run_request(self.service.clone(), self.peer.clone(), self.in_flight.clone(), q, token.clone());
-        let in_flight = &self.in_flight;
-        // Only a request that waits can be cancelled by a later message, so only such a
-        // request enters the in-flight map: one answered at once costs no lock and no hashing
-        // of its id. It is entered before its task exists, so its end (which removes it)
-        // cannot come first.
-        let task = async move {
-            if let Some(bytes) = fut.await {
-                // The response waits for queue space; the slot is held until then, which is
-                // the backpressure on a peer that does not read its responses.
-                // (`send_raw` fails only when the connection is closed.)
-                let _ = bytes.0.send_raw(bytes.1).await;
-            }
-            drop(slot);
+        let mut call = self.service.clone().call(q.into_request(token.clone()), self.peer.clone());
+        // Polled once here, before it gets a task: a request that completes at once (an echo,
+        // a cached listing) is answered without a spawn, a wake-up, or a second box around its
+        // future. It cannot have been cancelled yet: no other message was read meanwhile.
+        let first = {
+            let _entered = span.enter();
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(&mut cx)))
         };
-        run_now_or_spawn(task, || register(in_flight, id, &token));
+        let outcome = match first {
+            Ok(std::task::Poll::Pending) => {
+                // Only a request that waits can be cancelled by a later message, so only such
+                // a request enters the in-flight map (no lock, no hashing for the others). It
+                // is entered before its task exists, so its end, which removes it, cannot
+                // come first.
+                register(&self.in_flight, id.clone(), &token);
+                let (peer, in_flight) = (self.peer.clone(), self.in_flight.clone());
+                tokio::spawn(async move {
+                    let outcome =
+                        unless_cancelled(&token, AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
+                    lock(&in_flight).remove(&id);
+                    if let Some(outcome) = outcome {
+                        // The response waits for queue space; the slot is held until then,
+                        // which is the backpressure on a peer that does not read its
+                        // responses. (`send_raw` fails only when the connection is closed.)
+                        let _ = peer.send_raw(encode_outcome(&id, outcome)).await;
+                    }
+                    drop(slot);
+                });
+                return;
+            }
+            Ok(std::task::Poll::Ready(reply)) => Ok(reply),
+            Err(panic) => Err(panic),
+        };
+        if let Err(full) = self.peer.try_send_out(encode_outcome(&id, outcome)) {
+            // The outgoing queue is full: wait for room in a task, holding the slot.
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                let _ = peer.send_raw(full).await;
+                drop(slot);
+            });
+        }
     }
 
     async fn on_batch(&self, items: Vec<&RawValue>) {
@@ -323,6 +363,8 @@ impl<S: Service> Dispatcher<S> {
 /// Runs `fut` to its first wait here; only a future that waits gets a task of its own (and is
 /// polled again there), `before_spawn` running first. A request that completes at once (an
 /// echo, a cached listing) is so answered without a spawn, a scheduler hand-off or a wake-up.
+/// (The dispatcher does the same in `Dispatcher::spawn`, without the box around the future.)
+#[cfg(feature = "http-server")]
 pub(crate) fn run_now_or_spawn(fut: impl Future<Output = ()> + Send + 'static, before_spawn: impl FnOnce()) {
     let mut task = Box::pin(fut);
     let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
@@ -386,28 +428,24 @@ pub(crate) async fn run_request<S: Service>(
 ) -> Option<(Peer, Outgoing)> {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
-    let request = IncomingRequest {
-        id: q.id,
-        method: q.method,
-        params: q.params,
-        cancel: token.clone(),
-        close_stream: q.close_stream,
-        extensions: q.extensions,
-    };
-    let call = service.call(request, peer.clone());
-    let outcome = unless_cancelled(&token, std::panic::AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
+    let call = service.call(q.into_request(token.clone()), peer.clone());
+    let outcome = unless_cancelled(&token, AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
     if token.is_registered() {
         lock(&in_flight).remove(&id);
     }
-    let bytes = match outcome? {
-        Ok(Ok(result)) => envelope::encode_result(&id, result),
-        Ok(Err(error)) => envelope::encode_error(Some(&id), &error).into(),
+    Some((peer, encode_outcome(&id, outcome?)))
+}
+
+/// The response to a request: its result, its error, or `-32603` when its handler panicked.
+fn encode_outcome(id: &RequestId, outcome: Result<super::Reply, Box<dyn std::any::Any + Send>>) -> Outgoing {
+    match outcome {
+        Ok(Ok(result)) => envelope::encode_result(id, result),
+        Ok(Err(error)) => envelope::encode_error(Some(id), &error).into(),
         Err(_) => {
             warn!(%id, "request handler panicked");
-            envelope::encode_error(Some(&id), &ErrorObject::internal_error("the handler failed")).into()
+            envelope::encode_error(Some(id), &ErrorObject::internal_error("the handler failed")).into()
         }
-    };
-    Some((peer, bytes))
+    }
 }
 
 /// Runs `fut` until it finishes (`Some`) or `cancel` fires (`None`, `fut` dropped); cancellation

@@ -149,6 +149,15 @@ impl Peer {
         self.out.send(bytes.into()).await.map_err(|_| self.closed_error())
     }
 
+    /// Queues an encoded message without waiting; hands it back when the queue is full (and
+    /// drops it when the connection is closed).
+    pub(crate) fn try_send_out(&self, message: Outgoing) -> Result<(), Outgoing> {
+        match self.out.try_send(message) {
+            Err(tokio::sync::mpsc::error::TrySendError::Full(m)) if !self.is_closed() => Err(m),
+            _ => Ok(()),
+        }
+    }
+
     /// Queues an encoded message without waiting; drops it when the queue is full.
     pub(crate) fn try_send_raw(&self, bytes: Vec<u8>) -> bool {
         self.out.try_send(bytes.into()).is_ok()

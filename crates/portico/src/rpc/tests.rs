@@ -161,3 +161,40 @@ async fn raw_wire_errors() {
     assert_eq!(v["id"], "s");
     assert_eq!(v["result"]["k"], true);
 }
+
+#[tokio::test]
+async fn a_peer_that_reads_late_gets_every_response_once_the_queue_was_full() {
+    // Tiny queues everywhere: requests answered at once find the outgoing queue full, wait for
+    // room in a task of their own (holding their slot), and none is lost or duplicated.
+    use crate::transport::{FrameReader, FrameWriter, Transport};
+    let (a, b) = memory::pair_with_capacity(2);
+    let config = RpcConfig { outgoing_capacity: 2, max_in_flight: 8, ..RpcConfig::default() };
+    let _server = start(a, Arc::new(Script::default()), config);
+    let (mut reader, mut writer) = b.split();
+    const N: u64 = 200;
+    let send = async {
+        for id in 1..=N {
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"echo","params":{{"n":{id}}}}}"#);
+            writer.write_frame(frame.as_bytes()).await.expect("write");
+            writer.flush().await.expect("flush");
+        }
+        writer
+    };
+    // Let the server fill every queue before anything is read.
+    let sending = tokio::spawn(send);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < N as usize {
+        let frame = tokio::time::timeout(Duration::from_secs(5), reader.read_frame())
+            .await
+            .expect("a response within 5 s")
+            .expect("read")
+            .expect("not closed");
+        let v: Value = serde_json::from_slice(&frame).expect("json");
+        let id = v["id"].as_u64().expect("id");
+        assert_eq!(v["result"]["n"], id, "each response carries its own request's result");
+        assert!(seen.insert(id), "response {id} arrived twice");
+    }
+    let _writer = sending.await.expect("sender");
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), (1..=N).collect::<Vec<_>>());
+}

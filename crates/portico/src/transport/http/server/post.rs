@@ -18,7 +18,9 @@ use super::sessions::{Busy, Full, GET_STREAM, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
-use crate::rpc::{Cancel, InFlight, Outgoing, Peer, Queued, register, route_notification, run_now_or_spawn, run_request};
+use crate::rpc::{
+    Cancel, InFlight, Outgoing, Peer, Queued, register, route_notification, run_now_or_spawn, run_request,
+};
 use crate::server::session::{PeekMeta, ResolvedEra, Session};
 
 pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
