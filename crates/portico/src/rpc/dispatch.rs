@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use futures_util::{FutureExt, StreamExt};
 use portico_schema::{CancelledNotificationParams, ErrorObject, ProgressNotificationParams, RequestId, methods};
 use serde_json::value::RawValue;
@@ -277,43 +278,24 @@ impl<S: Service> Dispatcher<S> {
         // Not tied to the connection's token: closing cancels every in-flight request through
         // the in-flight map, without a shared token tree to contend on.
         let token = Cancel::new();
-        let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
-        let id = q.id.clone();
-        let mut call = self.service.clone().call(q.into_request(token.clone()), self.peer.clone());
-        // Polled once here, before it gets a task: a request that completes at once (an echo,
-        // a cached listing) is answered without a spawn, a wake-up, or a second box around its
-        // future. It cannot have been cancelled yet: no other message was read meanwhile.
-        let first = {
-            let _entered = span.enter();
-            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.as_mut().poll(&mut cx)))
-        };
-        let outcome = match first {
-            Ok(std::task::Poll::Pending) => {
-                // Only a request that waits can be cancelled by a later message, so only such
-                // a request enters the in-flight map (no lock, no hashing for the others). It
-                // is entered before its task exists, so its end, which removes it, cannot
-                // come first.
-                register(&self.in_flight, id.clone(), &token);
+        let out = match start_request(self.service.clone(), self.peer.clone(), q, token) {
+            Started::Done(out) => out,
+            Started::Waiting(waiting) => {
+                waiting.register(&self.in_flight);
                 let (peer, in_flight) = (self.peer.clone(), self.in_flight.clone());
                 tokio::spawn(async move {
-                    let outcome =
-                        unless_cancelled(&token, AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
-                    lock(&in_flight).remove(&id);
-                    if let Some(outcome) = outcome {
+                    if let Some(out) = waiting.finish(&in_flight).await {
                         // The response waits for queue space; the slot is held until then,
                         // which is the backpressure on a peer that does not read its
                         // responses. (`send_raw` fails only when the connection is closed.)
-                        let _ = peer.send_raw(encode_outcome(&id, outcome)).await;
+                        let _ = peer.send_raw(out).await;
                     }
                     drop(slot);
                 });
                 return;
             }
-            Ok(std::task::Poll::Ready(reply)) => Ok(reply),
-            Err(panic) => Err(panic),
         };
-        if let Err(full) = self.peer.try_send_out(encode_outcome(&id, outcome)) {
+        if let Err(full) = self.peer.try_send_out(out) {
             // The outgoing queue is full: wait for room in a task, holding the slot.
             let peer = self.peer.clone();
             tokio::spawn(async move {
@@ -357,20 +339,6 @@ impl<S: Service> Dispatcher<S> {
             }
             drop(slot);
         });
-    }
-}
-
-/// Runs `fut` to its first wait here; only a future that waits gets a task of its own (and is
-/// polled again there), `before_spawn` running first. A request that completes at once (an
-/// echo, a cached listing) is so answered without a spawn, a scheduler hand-off or a wake-up.
-/// (The dispatcher does the same in `Dispatcher::spawn`, without the box around the future.)
-#[cfg(feature = "http-server")]
-pub(crate) fn run_now_or_spawn(fut: impl Future<Output = ()> + Send + 'static, before_spawn: impl FnOnce()) {
-    let mut task = Box::pin(fut);
-    let pending = task.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())).is_pending();
-    if pending {
-        before_spawn();
-        tokio::spawn(task);
     }
 }
 
@@ -426,14 +394,67 @@ pub(crate) async fn run_request<S: Service>(
     q: Queued,
     token: Cancel,
 ) -> Option<(Peer, Outgoing)> {
+    let out = match start_request(service, peer.clone(), q, token) {
+        Started::Done(out) => out,
+        Started::Waiting(waiting) => waiting.finish(&in_flight).await?,
+    };
+    Some((peer, out))
+}
+
+/// A request after [`start_request`].
+pub(crate) enum Started {
+    /// Answered in its first poll.
+    Done(Outgoing),
+    /// Waiting: to be finished ([`Waiting::finish`]) in a task of its own.
+    Waiting(Waiting),
+}
+
+/// A request whose handler waits.
+pub(crate) struct Waiting {
+    call: BoxFuture<'static, super::Reply>,
+    span: tracing::Span,
+    id: RequestId,
+    token: Cancel,
+}
+
+/// Hands a request to its handler and polls the handler's future once, here: a request that
+/// completes at once (an echo, a cached listing) is answered without a task, a wake-up or a
+/// second box around its future. It cannot have been cancelled yet: no other message was read
+/// meanwhile.
+pub(crate) fn start_request<S: Service>(service: Arc<S>, peer: Peer, q: Queued, token: Cancel) -> Started {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
-    let call = service.call(q.into_request(token.clone()), peer.clone());
-    let outcome = unless_cancelled(&token, AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
-    if token.is_registered() {
-        lock(&in_flight).remove(&id);
+    let mut call = service.call(q.into_request(token.clone()), peer);
+    let first = {
+        let _entered = span.enter();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx)))
+    };
+    match first {
+        Ok(std::task::Poll::Pending) => Started::Waiting(Waiting { call, span, id, token }),
+        Ok(std::task::Poll::Ready(reply)) => Started::Done(encode_outcome(&id, Ok(reply))),
+        Err(panic) => Started::Done(encode_outcome(&id, Err(panic))),
     }
-    Some((peer, encode_outcome(&id, outcome?)))
+}
+
+impl Waiting {
+    /// Enters the request in its connection's in-flight map, where `notifications/cancelled`
+    /// and the connection's end find it. Only a request that waits can be cancelled by a later
+    /// message, so only such a request is entered (no lock, no hashing for the others); it is
+    /// entered before its task exists, so its end, which removes it, cannot come first.
+    pub(crate) fn register(&self, in_flight: &InFlight) {
+        register(in_flight, self.id.clone(), &self.token);
+    }
+
+    /// Runs the request to its response; `None` when it was cancelled (no response).
+    pub(crate) async fn finish(self, in_flight: &InFlight) -> Option<Outgoing> {
+        let Waiting { call, span, id, token } = self;
+        let outcome = unless_cancelled(&token, AssertUnwindSafe(call).catch_unwind().instrument(span)).await;
+        if token.is_registered() {
+            lock(in_flight).remove(&id);
+        }
+        Some(encode_outcome(&id, outcome?))
+    }
 }
 
 /// The response to a request: its result, its error, or `-32603` when its handler panicked.

@@ -21,7 +21,7 @@ use serde_json::value::RawValue;
 pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 #[cfg(feature = "http-server")]
-pub(crate) use dispatch::{InFlight, Queued, register, route_notification, run_now_or_spawn, run_request};
+pub(crate) use dispatch::{InFlight, Queued, Started, register, route_notification, run_request, start_request};
 #[cfg(feature = "http-server")]
 pub(crate) use envelope::Outgoing;
 pub(crate) use envelope::ResultBytes;

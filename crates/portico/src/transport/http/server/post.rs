@@ -19,7 +19,7 @@ use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header, sse_response};
 use crate::rpc::envelope::{self, Frame, Incoming, Invalid};
 use crate::rpc::{
-    Cancel, InFlight, Outgoing, Peer, Queued, register, route_notification, run_now_or_spawn, run_request,
+    Cancel, InFlight, Outgoing, Peer, Queued, Started, register, route_notification, run_request, start_request,
 };
 use crate::server::session::{PeekMeta, ResolvedEra, Session};
 
@@ -511,18 +511,20 @@ impl Run {
         };
         let (fin_tx, mut fin_rx) = oneshot::channel();
         let busy = self.session.clone().map(Busy::new);
-        let (service, in_flight) = (self.service.clone(), self.in_flight.clone());
-        let task_token = token.clone();
-        // Entered in the in-flight map (for notifications/cancelled) only if it waits.
-        let registry = &self.in_flight;
-        run_now_or_spawn(
-            async move {
-                let out = run_request(service, peer, in_flight, q, task_token).await;
-                let _ = fin_tx.send(out.map(|(_, b)| b));
+        match start_request(self.service.clone(), peer, q, token.clone()) {
+            Started::Done(out) => {
+                let _ = fin_tx.send(Some(out));
                 drop(busy);
-            },
-            || register(registry, id.clone(), &token),
-        );
+            }
+            Started::Waiting(waiting) => {
+                waiting.register(&self.in_flight);
+                let in_flight = self.in_flight.clone();
+                tokio::spawn(async move {
+                    let _ = fin_tx.send(waiting.finish(&in_flight).await);
+                    drop(busy);
+                });
+            }
+        }
         // In 2026-07-28 a response stream that goes away cancels the request.
         let mut guard = CancelOnDrop(self.session.is_none().then(|| token.clone()));
 
