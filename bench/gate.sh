@@ -43,6 +43,7 @@ bin, update, threshold, only = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3
 # scenario → (low rounds, high rounds, ops per round)
 SCENARIOS = {
     "echo-handshake": (4, 24, 64),
+    "echo-2025-06-18": (4, 24, 64),
     "echo-stateless": (4, 24, 64),
     "list": (4, 24, 1),
     "http-stateless": (50, 450, 1),

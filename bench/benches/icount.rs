@@ -7,6 +7,8 @@
 //!
 //! - `echo-handshake`: over `portico::transport::memory`, after `initialize`: each round writes
 //!   64 `tools/call echo` requests, then reads and checks the 64 responses (one op = one echo);
+//! - `echo-2025-06-18`: the same after an `initialize` of 2025-06-18 (an older revision's
+//!   encoding path);
 //! - `echo-stateless`: the same with the 2026-07-28 `_meta` on every request, no handshake;
 //! - `list`: one `tools/list` (1002 tools) per round, handshake era;
 //! - `http-stateless`: one stateless `POST /mcp` echo per round through Portico's Streamable HTTP
@@ -25,8 +27,9 @@ use tower::ServiceExt;
 
 const WINDOW: u64 = 64;
 
-async fn pipelined(rounds: u64, stateless: bool) {
-    let mut c = Client::new(!stateless).await;
+async fn pipelined(rounds: u64, version: Option<&str>) {
+    let stateless = version.is_none();
+    let mut c = Client::with_version(version).await;
     let mut id = 1;
     for _ in 0..rounds {
         for i in 0..WINDOW {
@@ -102,14 +105,17 @@ async fn http(rounds: u64, stateless: bool) {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
-        eprintln!("usage: icount echo-handshake|echo-stateless|list|http-stateless|http-handshake ROUNDS");
+        eprintln!(
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake ROUNDS"
+        );
         std::process::exit(64);
     };
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         match scenario.as_str() {
-            "echo-handshake" => pipelined(rounds, false).await,
-            "echo-stateless" => pipelined(rounds, true).await,
+            "echo-handshake" => pipelined(rounds, Some("2025-11-25")).await,
+            "echo-2025-06-18" => pipelined(rounds, Some("2025-06-18")).await,
+            "echo-stateless" => pipelined(rounds, None).await,
             "list" => list(rounds).await,
             "http-stateless" => http(rounds, true).await,
             "http-handshake" => http(rounds, false).await,

@@ -211,15 +211,22 @@ pub mod inproc {
 
     impl Client {
         pub async fn new(handshake: bool) -> Client {
+            Client::with_version(handshake.then_some("2025-11-25")).await
+        }
+
+        /// After an `initialize` of `version` (none: no handshake, the 2026-07-28 era).
+        pub async fn with_version(version: Option<&str>) -> Client {
             let (client, server) = pair();
             let conn = crate::server().connect(server);
             let (r, w) = client.split();
             let mut c = Client { r, w, _server: conn };
-            if handshake {
-                c.w.write_frame(INIT.as_bytes()).await.expect("in-process exchange");
+            if let Some(version) = version {
+                let init = INIT.replace("2025-11-25", version);
+                c.w.write_frame(init.as_bytes()).await.expect("in-process exchange");
                 c.w.flush().await.expect("in-process exchange");
                 let f = c.read().await;
-                assert!(serde_json::from_slice::<serde_json::Value>(&f).expect("in-process exchange")["result"]["protocolVersion"].is_string());
+                let v = serde_json::from_slice::<serde_json::Value>(&f).expect("in-process exchange");
+                assert_eq!(v["result"]["protocolVersion"], version, "negotiated");
                 c.w.write_frame(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
                     .await
                     .expect("in-process exchange");

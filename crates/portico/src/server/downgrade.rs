@@ -2,8 +2,11 @@
 //! kinds it lacks become text. Only used below 2025-11-25, so the newest revisions stay on the
 //! fast path (typed values serialized straight to bytes).
 
-use portico_schema::ProtocolVersion;
+use portico_schema::{CallToolResult, ContentBlock, ProtocolVersion};
 use serde_json::{Map, Value};
+
+/// A rewrite of an encoded result for an older revision.
+pub(crate) type Downgrade = fn(&mut Value, ProtocolVersion);
 
 const V0618: ProtocolVersion = ProtocolVersion::V2025_06_18;
 const V1125: ProtocolVersion = ProtocolVersion::V2025_11_25;
@@ -116,6 +119,24 @@ fn content_block(v: &mut Value, version: ProtocolVersion) {
     }
 }
 
+/// The rewrite a tool result needs for `version`, if any. Most results of most revisions need
+/// none (2025-06-18 never does), and are then encoded straight from the typed value instead of
+/// through a `serde_json::Value`. Errs towards rewriting: the rewrite of an unchanged result is
+/// only slower.
+pub(crate) fn for_call_tool_result(r: &CallToolResult, version: ProtocolVersion) -> Option<Downgrade> {
+    if version >= V0618 {
+        return None;
+    }
+    let changes = r.structured_content.is_some()
+        || r.content.iter().any(|block| match block {
+            ContentBlock::Text(t) => t.annotations.is_some(),
+            ContentBlock::Image(i) => i.annotations.is_some(),
+            ContentBlock::Resource(e) => e.annotations.is_some(),
+            _ => true,
+        });
+    changes.then_some(call_tool_result as Downgrade)
+}
+
 pub(crate) fn call_tool_result(v: &mut Value, version: ProtocolVersion) {
     each(v, "content", content_block, version);
     if version < V0618
@@ -151,6 +172,38 @@ mod tests {
         let mut v = json!({"tools":[{"name":"t","title":"T","icons":[],"inputSchema":{},"outputSchema":{}}]});
         list_tools(&mut v, ProtocolVersion::V2025_06_18);
         assert_eq!(v, json!({"tools":[{"name":"t","title":"T","inputSchema":{},"outputSchema":{}}]}));
+    }
+
+    #[test]
+    fn a_tool_result_is_rewritten_only_when_the_rewrite_changes_it() {
+        use portico_schema::{Annotations, TextContent};
+        let changed = |r: &CallToolResult, version: ProtocolVersion| {
+            let mut v = serde_json::to_value(r).expect("encodes");
+            let before = v.clone();
+            call_tool_result(&mut v, version);
+            v != before
+        };
+        let plain = CallToolResult::text("hi");
+        let mut structured = CallToolResult::text("hi");
+        structured.structured_content = Some(json!({"x": 1}));
+        let annotated = CallToolResult::new(vec![ContentBlock::Text(
+            TextContent::new("hi").with_annotations(Annotations::default().with_last_modified("2025-01-01T00:00:00Z")),
+        )]);
+        let link: CallToolResult =
+            serde_json::from_value(json!({"content":[{"type":"resource_link","uri":"a://b","name":"b"}]}))
+                .expect("decodes");
+        for version in [ProtocolVersion::V2024_11_05, ProtocolVersion::V2025_03_26, ProtocolVersion::V2025_06_18] {
+            for r in [&plain, &structured, &annotated, &link] {
+                // Skipping the rewrite is only allowed where it would change nothing.
+                if for_call_tool_result(r, version).is_none() {
+                    assert!(!changed(r, version), "{version}: {r:?}");
+                }
+            }
+        }
+        assert!(for_call_tool_result(&plain, ProtocolVersion::V2024_11_05).is_none(), "the common case is direct");
+        assert!(for_call_tool_result(&structured, ProtocolVersion::V2025_06_18).is_none());
+        assert!(for_call_tool_result(&structured, ProtocolVersion::V2025_03_26).is_some());
+        assert!(for_call_tool_result(&link, ProtocolVersion::V2024_11_05).is_some());
     }
 
     #[test]

@@ -293,7 +293,7 @@ impl Session {
         caps.extensions = None;
         let mut r = InitializeResult::new(version.as_str(), caps, inner.info.clone());
         r.instructions = inner.instructions.clone();
-        encode_for(&r, version, downgrade::initialize_result)
+        encode_for(&r, version, Some(downgrade::initialize_result))
     }
 
     fn dispatch(&self, req: IncomingRequest, era: Era, peer: Peer) -> Result<Step<'_>, ErrorObject> {
@@ -332,14 +332,14 @@ impl Session {
                 let (items, next) = self.list(params, |r| &r.resources)?;
                 let mut r = ListResourcesResult::new(items);
                 r.next_cursor = next;
-                self.finish_with(r, &era, downgrade::list_resources).map(Step::Now)
+                self.finish_with(r, &era, Some(downgrade::list_resources)).map(Step::Now)
             }
             methods::RESOURCES_TEMPLATES_LIST => {
                 gate(resources)?;
                 let (items, next) = self.list(params, |r| &r.templates)?;
                 let mut r = ListResourceTemplatesResult::new(items);
                 r.next_cursor = next;
-                self.finish_with(r, &era, downgrade::list_templates).map(Step::Now)
+                self.finish_with(r, &era, Some(downgrade::list_templates)).map(Step::Now)
             }
             methods::RESOURCES_READ => {
                 gate(resources)?;
@@ -361,7 +361,7 @@ impl Session {
                 let (items, next) = self.list(params, |r| &r.prompts)?;
                 let mut r = ListPromptsResult::new(items);
                 r.next_cursor = next;
-                self.finish_with(r, &era, downgrade::list_prompts).map(Step::Now)
+                self.finish_with(r, &era, Some(downgrade::list_prompts)).map(Step::Now)
             }
             methods::PROMPTS_GET => {
                 gate(prompts)?;
@@ -437,7 +437,7 @@ impl Session {
         let (items, next) = self.list(params, |r| &r.tools)?;
         let mut r = ListToolsResult::new(items);
         r.next_cursor = next;
-        let bytes = self.finish_with(r, era, downgrade::list_tools)?;
+        let bytes = self.finish_with(r, era, Some(downgrade::list_tools))?;
         if first_page {
             crate::rpc::write_lock(&self.server.inner.tools_cache).push((era.version, bytes.clone()));
         }
@@ -480,7 +480,8 @@ impl Session {
             Ok(fut) => fut,
             Err(e) if era.version.tool_input_errors_are_results() => {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
-                return self.finish_with(r, &era, downgrade::call_tool_result);
+                let down = downgrade::for_call_tool_result(&r, era.version);
+                return self.finish_with(r, &era, down);
             }
             Err(e) => {
                 return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
@@ -491,7 +492,10 @@ impl Session {
             g.disarm();
         }
         match outcome? {
-            input::Stage::Done(r) => self.finish_with(r, &era, downgrade::call_tool_result),
+            input::Stage::Done(r) => {
+                let down = downgrade::for_call_tool_result(&r, era.version);
+                self.finish_with(r, &era, down)
+            }
             input::Stage::InputRequired(r) => self.finish(r, &era),
             input::Stage::Task(fut) => {
                 let task = self.server.tasks().create(cancel.token().clone())?;
@@ -565,7 +569,7 @@ impl Session {
             .map(move |r: Result<GetPromptResult, super::HandlerError>| r.map_err(|e| e.into_error_object(version)))
             .boxed();
         match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
-            input::Outcome::Done(r) => self.finish_with(r, &era, downgrade::get_prompt_result),
+            input::Outcome::Done(r) => self.finish_with(r, &era, Some(downgrade::get_prompt_result)),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }
     }
@@ -732,14 +736,14 @@ impl Session {
 
     /// Stamps a result for its era and encodes it.
     fn finish<R: Serialize + ResultEnvelope>(&self, r: R, era: &Era) -> Reply {
-        self.finish_with(r, era, |_, _| {})
+        self.finish_with(r, era, None)
     }
 
     fn finish_with<R: Serialize + ResultEnvelope>(
         &self,
         mut r: R,
         era: &Era,
-        down: fn(&mut Value, ProtocolVersion),
+        down: Option<downgrade::Downgrade>,
     ) -> Reply {
         if era.version.is_stateless() {
             let rt = r.result_type_mut();
@@ -845,11 +849,12 @@ fn encode<R: Serialize>(r: &R) -> Reply {
         .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 
-/// Encodes for a handshake-era revision, adapting fields an older revision lacks.
-fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: fn(&mut Value, ProtocolVersion)) -> Reply {
-    if version >= ProtocolVersion::V2025_11_25 {
+/// Encodes for a handshake-era revision, adapting fields an older revision lacks (`down`; `None`
+/// when nothing needs adapting, the result then going straight to bytes).
+fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: Option<downgrade::Downgrade>) -> Reply {
+    let Some(down) = down.filter(|_| version < ProtocolVersion::V2025_11_25) else {
         return encode(r);
-    }
+    };
     let mut v =
         serde_json::to_value(r).map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
     down(&mut v, version);
