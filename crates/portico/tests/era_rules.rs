@@ -361,3 +361,44 @@ async fn input_requests_under_named_keys_and_answers_given_up_front() {
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(r["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("reserved")), "{r}");
 }
+
+#[tokio::test]
+async fn a_stateless_tool_call_is_answered_and_refused_as_before_its_params_were_read_in_one_pass() {
+    // The era layer reads a 2026-07-28 tools/call's params once (`_meta`, name and arguments
+    // together); whatever that pass cannot decode goes the usual way, with the usual errors in
+    // the usual order.
+    let mut raw = Raw::new();
+    let ok = |r: &Value| r["result"]["content"][0]["text"].as_str().map(str::to_owned);
+    let r = raw
+        .call("tools/call", json!({"name": "echo", "arguments": {"text": "héllo \"x\""}, "_meta": meta(json!({}))}))
+        .await;
+    assert_eq!(ok(&r).as_deref(), Some("héllo \"x\""), "{r}");
+    assert_eq!(r["result"]["resultType"], "complete");
+    // `_meta` first and an unknown member: the same answer; then `_meta` spelled with an escape.
+    let r = raw
+        .call(
+            "tools/call",
+            json!({"_meta": meta(json!({})), "name": "echo", "extra": [1, {"a": null}], "arguments": {"text": "b"}}),
+        )
+        .await;
+    assert_eq!(ok(&r).as_deref(), Some("b"), "{r}");
+    let escaped = r#"{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"\u005fmeta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"c"}}}"#;
+    raw.w.write_frame(escaped.as_bytes()).await.expect("write");
+    let frame = raw.r.read_frame().await.expect("read").expect("open");
+    let r: Value = serde_json::from_slice(&frame).expect("json");
+    assert_eq!(ok(&r).as_deref(), Some("c"), "{r}");
+
+    // Bad params: the era's errors still come first, then the call's.
+    let mut bad_version = meta(json!({}));
+    bad_version["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    assert_eq!(code(&raw.call("tools/call", json!({"arguments": {}, "_meta": bad_version})).await), -32022);
+    let r = raw.call("tools/call", json!({"arguments": {}, "_meta": meta(json!({}))})).await;
+    assert_eq!(code(&r), -32602, "no name");
+    assert!(r["error"]["message"].as_str().unwrap_or_default().contains("name"), "{r}");
+    let r = raw.call("tools/call", json!({"name": "echo", "name2": 1, "arguments": 7, "_meta": meta(json!({}))})).await;
+    assert!(r.get("error").is_some() || r["result"]["isError"] == json!(true), "arguments of the wrong type: {r}");
+    let r = raw.call("tools/call", json!({"name": "nope", "arguments": {}, "_meta": meta(json!({}))})).await;
+    assert_eq!(code(&r), -32602, "unknown tool");
+    let r = raw.call("tools/call", json!({"name": 5, "_meta": meta(json!({}))})).await;
+    assert_eq!(code(&r), -32602, "a name that is not a string");
+}

@@ -86,6 +86,44 @@ struct NamedCall<'a> {
     request_state: Option<String>,
 }
 
+/// The params of a 2026-07-28 `tools/call` with its `_meta`, decoded in one pass: the era layer
+/// reads the `_meta` and keeps the rest (owned, as [`ParsedCall`]) for the call, instead of
+/// skipping the `_meta` again in a second pass (≈ 10 % of such an echo's instructions).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallPeek<'a> {
+    #[serde(rename = "_meta", borrow, default)]
+    meta: Option<PeekMeta<'a>>,
+    #[serde(borrow)]
+    name: std::borrow::Cow<'a, str>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+    #[serde(default)]
+    input_responses: Option<RawResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// What [`CallPeek`] read besides the `_meta`.
+struct ParsedCall {
+    name: Box<str>,
+    arguments: Option<Box<RawValue>>,
+    input_responses: Option<RawResponses>,
+    request_state: Option<String>,
+}
+
+impl<'a> CallPeek<'a> {
+    fn split(self) -> (Option<PeekMeta<'a>>, ParsedCall) {
+        let call = ParsedCall {
+            name: self.name.into(),
+            arguments: self.arguments.map(ToOwned::to_owned),
+            input_responses: self.input_responses,
+            request_state: self.request_state,
+        };
+        (self.meta, call)
+    }
+}
+
 /// The params of `resources/read`, with the input responses left raw.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -169,12 +207,23 @@ impl Session {
     pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
         let resolved = req.extensions.remove::<ResolvedEra>();
         let params = req.params.as_deref();
+        let mut call = None;
         let peek: MetaPeek = match params {
             // The transport resolved the era from `_meta` already.
             _ if resolved.is_some() => MetaPeek { meta: None },
             // A `_meta` key is spelled `_meta` or with escapes; without either there is none,
             // and the params need not be scanned twice.
             Some(p) if !may_hold_meta(p.get()) => MetaPeek { meta: None },
+            // A tool call's params are read once, `_meta` and all. When they do not decode, the
+            // usual path below reports what is wrong, in its usual order.
+            Some(p) if &*req.method == methods::TOOLS_CALL => match serde_json::from_str::<CallPeek<'_>>(p.get()) {
+                Ok(c) => {
+                    let (meta, parsed) = c.split();
+                    call = Some(parsed);
+                    MetaPeek { meta }
+                }
+                Err(_) => parse(params)?,
+            },
             _ => parse(params)?,
         };
         let modern = resolved.is_some() || peek.meta.as_ref().is_some_and(|m| m.protocol_version.is_some());
@@ -222,7 +271,7 @@ impl Session {
         // futures, each boxed at its own size. The future of every request (this one, boxed by
         // the engine) so stays small: one async fn for all methods was 2.8 KB, allocated and
         // copied for each echo.
-        match self.dispatch(req, era, peer)? {
+        match self.dispatch(req, era, peer, call)? {
             Step::Now(bytes) => Ok(bytes),
             Step::Wait(fut) => fut.await,
         }
@@ -296,7 +345,14 @@ impl Session {
         encode_for(&r, version, Some(downgrade::initialize_result))
     }
 
-    fn dispatch(&self, req: IncomingRequest, era: Era, peer: Peer) -> Result<Step<'_>, ErrorObject> {
+    /// `call`: a tool call's params, when [`Session::handle`] decoded them already.
+    fn dispatch(
+        &self,
+        req: IncomingRequest,
+        era: Era,
+        peer: Peer,
+        call: Option<ParsedCall>,
+    ) -> Result<Step<'_>, ErrorObject> {
         let offers = self.server.offers();
         let (tools, resources, prompts) = (
             offers.tools.load(Ordering::Relaxed),
@@ -325,7 +381,7 @@ impl Session {
             }
             methods::TOOLS_CALL => {
                 gate(tools)?;
-                Ok(Step::Wait(Box::pin(self.call_tool(req, era, peer))))
+                Ok(Step::Wait(Box::pin(self.call_tool(req, era, peer, call))))
             }
             methods::RESOURCES_LIST => {
                 gate(resources)?;
@@ -444,8 +500,16 @@ impl Session {
         Ok(bytes)
     }
 
-    async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
-        let p: NamedCall<'_> = parse(req.params.as_deref())?;
+    async fn call_tool(&self, req: IncomingRequest, era: Era, peer: Peer, mut parsed: Option<ParsedCall>) -> Reply {
+        let p: NamedCall<'_> = match &mut parsed {
+            Some(c) => NamedCall {
+                name: std::borrow::Cow::Borrowed(&c.name),
+                arguments: c.arguments.as_deref(),
+                input_responses: c.input_responses.take(),
+                request_state: c.request_state.take(),
+            },
+            None => parse(req.params.as_deref())?,
+        };
         let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
         let Some(entry) = entry else {
             return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
