@@ -349,12 +349,12 @@ enum StdinKind {
 
 /// The process's standard output, as non-blocking pipe when it is one.
 ///
-/// On a pipe, writes are non-blocking while the pipe has room. A write that finds the pipe
-/// full with more than [`OFFLOAD_MIN`] bytes still to go (a large result) finishes on a blocking
-/// thread instead, which the kernel wakes inside `write(2)` each time the reader drains the pipe:
-/// no reactor round trip per pipe-full (a 1 MiB result is 16 of them through a 64 KiB pipe).
-/// Measured on a busy 2-core machine, a 1 MiB resource read went from ≈ 950 to ≈ 1,800 reads/s;
-/// small messages never take that path.
+/// On a pipe, writes are non-blocking while the pipe has room. On a multi-thread runtime, a
+/// write that finds the pipe full with more than [`OFFLOAD_MIN`] bytes still to go (a large
+/// result) finishes in blocking mode instead, in `block_in_place`: the kernel wakes the writer
+/// inside `write(2)` each time the reader drains the pipe, with no reactor round trip per
+/// pipe-full (a 1 MiB result is 16 of them through a 64 KiB pipe). Small messages never take
+/// that path.
 #[derive(Debug)]
 pub struct Stdout(StdoutKind);
 
@@ -365,89 +365,66 @@ enum StdoutKind {
     Blocking(tokio::io::Stdout),
 }
 
-/// A write larger than this that finds the pipe full goes to a blocking thread (see [`Stdout`]).
+/// A write larger than this that finds the pipe full finishes in blocking mode (see [`Stdout`]).
 /// Above what a pipelined burst of small responses leaves after filling a 64 KiB pipe.
 #[cfg(unix)]
 const OFFLOAD_MIN: usize = 128 * 1024;
 
-/// Standard output on a pipe: the non-blocking sender, or the blocking write holding its fd.
+/// Standard output on a pipe.
 #[cfg(unix)]
 #[derive(Debug)]
 struct PipeOut {
-    /// `None` while `pending` holds the descriptor.
+    /// `None` only if the descriptor was lost switching modes (every write then fails).
     sender: Option<tokio::net::unix::pipe::Sender>,
-    /// A large write finishing on a blocking thread; gives the descriptor and the buffer back.
-    pending: Option<tokio::task::JoinHandle<BlockingWrite>>,
-    /// The last blocking write's buffer, kept (up to [`SPARE_MAX`]) so the next one does not
-    /// fault in fresh pages.
-    spare: Vec<u8>,
+    /// Writes finished in blocking mode.
+    blocking_writes: u64,
 }
-
-/// What a blocking write gives back: the descriptor, its buffer, and how the write went.
-#[cfg(unix)]
-type BlockingWrite = (std::os::fd::OwnedFd, Vec<u8>, io::Result<()>);
-
-/// The largest buffer [`PipeOut`] keeps between blocking writes.
-#[cfg(unix)]
-const SPARE_MAX: usize = 4 * 1024 * 1024;
 
 #[cfg(unix)]
 impl PipeOut {
-    /// Waits for a blocking write to finish and takes the descriptor back (non-blocking again).
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&mut tokio::net::unix::pipe::Sender>> {
-        if let Some(job) = &mut self.pending {
-            let done = std::task::ready!(Pin::new(job).poll(cx));
-            self.pending = None;
-            let (fd, mut data, written) = done.map_err(io::Error::other)?;
-            if data.capacity() <= SPARE_MAX {
-                data.clear();
-                self.spare = data;
-            }
-            self.sender = Some(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?);
-            written?;
-        }
-        Poll::Ready(self.sender.as_mut().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost")))
+    fn sender(&mut self) -> io::Result<&mut tokio::net::unix::pipe::Sender> {
+        self.sender.as_mut().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost"))
     }
 
-    fn poll_write(&mut self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        let sender = std::task::ready!(self.poll_pending(cx))?;
-        match Pin::new(sender).poll_write(cx, buf) {
-            Poll::Pending if buf.len() > OFFLOAD_MIN => {
-                // The pipe is full and much is left: the rest goes out from a blocking thread.
-                // The bytes are taken now (copied), and `flush` waits for them.
-                let fd = match self.sender.take() {
-                    Some(sender) => sender.into_blocking_fd()?,
-                    None => return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost"))),
-                };
-                let mut data = std::mem::take(&mut self.spare);
-                data.extend_from_slice(buf);
-                self.pending = Some(tokio::task::spawn_blocking(move || {
-                    use std::io::Write as _;
-                    let mut file = std::fs::File::from(fd);
-                    let written = file.write_all(&data);
-                    (std::os::fd::OwnedFd::from(file), data, written)
-                }));
-                Poll::Ready(Ok(buf.len()))
-            }
-            other => other,
-        }
+    /// Writes all of `buf` in blocking mode, on this thread, without holding up the runtime
+    /// (`block_in_place` hands this worker's other tasks to another thread meanwhile). No copy.
+    fn write_blocking(&mut self, buf: &[u8]) -> io::Result<()> {
+        use std::io::Write as _;
+        let sender = self.sender.take().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost"))?;
+        let mut file = std::fs::File::from(sender.into_blocking_fd()?);
+        let written = tokio::task::block_in_place(|| file.write_all(buf));
+        self.blocking_writes += 1;
+        self.sender = Some(tokio::net::unix::pipe::Sender::from_owned_fd(file.into())?);
+        written
     }
+}
+
+/// True on a multi-thread Tokio runtime, where `block_in_place` may be used.
+#[cfg(unix)]
+fn can_block_in_place() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 #[cfg(unix)]
 impl AsyncWrite for PipeOut {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.get_mut().poll_write(cx, buf)
+        let this = self.get_mut();
+        match Pin::new(this.sender()?).poll_write(cx, buf) {
+            // The pipe is full and much is left: finish in blocking mode (see [`Stdout`]).
+            Poll::Pending if buf.len() > OFFLOAD_MIN && can_block_in_place() => {
+                Poll::Ready(this.write_blocking(buf).map(|()| buf.len()))
+            }
+            other => other,
+        }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let sender = std::task::ready!(self.get_mut().poll_pending(cx))?;
-        Pin::new(sender).poll_flush(cx)
+        Pin::new(self.get_mut().sender()?).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let sender = std::task::ready!(self.get_mut().poll_pending(cx))?;
-        Pin::new(sender).poll_shutdown(cx)
+        Pin::new(self.get_mut().sender()?).poll_shutdown(cx)
     }
 }
 
@@ -488,7 +465,7 @@ impl Stdout {
             let pipe =
                 std::io::stdout().as_fd().try_clone_to_owned().and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
             if let Ok(p) = pipe {
-                return Stdout(StdoutKind::Pipe(PipeOut { sender: Some(p), pending: None, spare: Vec::new() }));
+                return Stdout(StdoutKind::Pipe(PipeOut { sender: Some(p), blocking_writes: 0 }));
             }
         }
         Stdout(StdoutKind::Blocking(tokio::io::stdout()))
@@ -543,10 +520,7 @@ impl AsyncWrite for Stdout {
     ) -> Poll<io::Result<usize>> {
         match &mut self.get_mut().0 {
             #[cfg(unix)]
-            StdoutKind::Pipe(p) => {
-                let sender = std::task::ready!(p.poll_pending(cx))?;
-                Pin::new(sender).poll_write_vectored(cx, bufs)
-            }
+            StdoutKind::Pipe(p) => Pin::new(p.sender()?).poll_write_vectored(cx, bufs),
             StdoutKind::Blocking(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
@@ -583,15 +557,13 @@ mod tests {
         assert_eq!(out, format!("[1]\n{{\"a\":{big}}}\n[2]\n[3]\n"));
     }
 
-    /// A large frame that finds the pipe full finishes on a blocking thread; what follows it is
-    /// written after it, and the pipe is non-blocking again afterwards.
+    /// Writes a large frame between small ones to a pipe whose reader starts late (so the pipe
+    /// is full when the large frame comes); returns what was read and the blocking writes.
     #[cfg(unix)]
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_large_frame_to_a_full_pipe_finishes_on_a_blocking_thread_in_order() {
+    async fn through_a_full_pipe() -> (Vec<u8>, Vec<u8>, u64) {
         let (tx, mut rx) = tokio::net::unix::pipe::pipe().expect("a pipe");
-        let out = Stdout(StdoutKind::Pipe(PipeOut { sender: Some(tx), pending: None, spare: Vec::new() }));
+        let out = Stdout(StdoutKind::Pipe(PipeOut { sender: Some(tx), blocking_writes: 0 }));
         let mut w = LineWriter::new(out);
-        // The reader starts late, so the pipe is full when the large frame comes.
         let reader = tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             let mut got = Vec::new();
@@ -601,18 +573,39 @@ mod tests {
         let big = format!(r#""{}""#, "y".repeat(1 << 20));
         w.write_frame(b"[1]").await.expect("writes");
         w.write_frame(big.as_bytes()).await.expect("writes");
-        let offloaded = matches!(&w.get_ref().expect("open").0, StdoutKind::Pipe(p) if p.pending.is_some());
-        assert!(offloaded, "the rest of the large frame went to a blocking thread");
         w.write_frame(b"[2]").await.expect("writes");
         w.flush().await.expect("flushes");
-        let back =
-            matches!(&w.get_ref().expect("open").0, StdoutKind::Pipe(p) if p.sender.is_some() && p.pending.is_none());
-        assert!(back, "the pipe is non-blocking again");
+        let blocking = match &w.get_ref().expect("open").0 {
+            StdoutKind::Pipe(p) => {
+                assert!(p.sender.is_some(), "the pipe is back in non-blocking mode");
+                p.blocking_writes
+            }
+            StdoutKind::Blocking(_) => unreachable!(),
+        };
         w.write_frame(b"[3]").await.expect("writes");
         w.close().await.expect("closes");
         let got = reader.await.expect("the reader");
-        assert_eq!(got.len(), big.len() + 13);
-        assert!(got == format!("[1]\n{big}\n[2]\n[3]\n").into_bytes(), "every byte, in order");
+        (got, format!("[1]\n{big}\n[2]\n[3]\n").into_bytes(), blocking)
+    }
+
+    /// On a multi-thread runtime, a large frame that finds the pipe full finishes in blocking
+    /// mode; what follows it is written after it, and the pipe is non-blocking again after.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_large_frame_to_a_full_pipe_finishes_in_blocking_mode_in_order() {
+        let (got, want, blocking) = through_a_full_pipe().await;
+        assert_eq!(blocking, 1, "the rest of the large frame was written in blocking mode");
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "every byte, in order");
+    }
+
+    /// On a current-thread runtime (no `block_in_place`) the same frames go out non-blocking.
+    #[cfg(unix)]
+    #[tokio::test(flavor = "current_thread")]
+    async fn on_a_current_thread_runtime_large_frames_stay_non_blocking() {
+        let (got, want, blocking) = through_a_full_pipe().await;
+        assert_eq!(blocking, 0);
+        assert!(got == want, "every byte, in order");
     }
 
     /// The reader going away fails a blocking write cleanly (an error, no hang, no panic).
@@ -620,8 +613,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_blocking_write_fails_when_the_reader_goes_away() {
         let (tx, rx) = tokio::net::unix::pipe::pipe().expect("a pipe");
-        let mut w =
-            LineWriter::new(Stdout(StdoutKind::Pipe(PipeOut { sender: Some(tx), pending: None, spare: Vec::new() })));
+        let mut w = LineWriter::new(Stdout(StdoutKind::Pipe(PipeOut { sender: Some(tx), blocking_writes: 0 })));
         let big = format!(r#""{}""#, "z".repeat(1 << 20));
         let closer = tokio::spawn(async move {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
