@@ -88,7 +88,9 @@ struct NamedCall<'a> {
 
 /// The params of a 2026-07-28 `tools/call` with its `_meta`, decoded in one pass: the era layer
 /// reads the `_meta` and keeps the rest (owned, as [`ParsedCall`]) for the call, instead of
-/// skipping the `_meta` again in a second pass (≈ 10 % of such an echo's instructions).
+/// skipping the `_meta` again in a second pass (≈ 8 % of such an echo's instructions). The same
+/// members as [`NamedCall`] plus `_meta`, on purpose not one struct: with the `_meta` member,
+/// the handshake era's parse of every call costs 1 % more (measured, `bench/gate.sh`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CallPeek<'a> {
