@@ -394,8 +394,15 @@ pub(crate) async fn run_request<S: Service>(
     q: Queued,
     token: Cancel,
 ) -> Option<(Peer, Outgoing)> {
+    let registered = token.is_registered().then(|| q.id.clone());
     let out = match start_request(service, peer.clone(), q, token) {
-        Started::Done(out) => out,
+        Started::Done(out) => {
+            // Entered by the caller (batches), and answered at once: out of the map again.
+            if let Some(id) = registered {
+                lock(&in_flight).remove(&id);
+            }
+            out
+        }
         Started::Waiting(waiting) => waiting.finish(&in_flight).await?,
     };
     Some((peer, out))

@@ -198,3 +198,24 @@ async fn a_peer_that_reads_late_gets_every_response_once_the_queue_was_full() {
     let _writer = sending.await.expect("sender");
     assert_eq!(seen.into_iter().collect::<Vec<_>>(), (1..=N).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn a_registered_request_leaves_the_in_flight_map_however_it_ends() {
+    // Batched requests are entered in the map before they run; each must leave it, whether it
+    // is answered in its first poll or after waiting (no entry left behind per request).
+    let (tx, _rx) = tokio::sync::mpsc::channel(16);
+    let peer = Peer::new(tx);
+    let in_flight = InFlight::default();
+    let service = Arc::new(Script::default());
+    for (n, (method, params)) in [("echo", r#"{"x":1}"#), ("sleep", r#"{"ms":5}"#)].into_iter().enumerate() {
+        let id = portico_schema::RequestId::Number(n as i64);
+        let token = Cancel::new();
+        dispatch::register(&in_flight, id.clone(), &token);
+        assert_eq!(lock(&in_flight).len(), 1);
+        let raw = RawValue::from_string(params.to_owned()).expect("json");
+        let q = dispatch::Queued::new(id, method, Some(&raw));
+        let out = dispatch::run_request(service.clone(), peer.clone(), in_flight.clone(), q, token).await;
+        assert!(out.is_some(), "{method} answered");
+        assert_eq!(lock(&in_flight).len(), 0, "{method}: its entry is gone");
+    }
+}
