@@ -546,8 +546,7 @@ impl Session {
             Ok(fut) => fut,
             Err(e) if era.version.tool_input_errors_are_results() => {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
-                let down = downgrade::for_call_tool_result(&r, era.version);
-                return self.finish_with(r, &era, down);
+                return self.finish_tool_result(r, &era);
             }
             Err(e) => {
                 return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
@@ -558,10 +557,7 @@ impl Session {
             g.disarm();
         }
         match outcome? {
-            input::Stage::Done(r) => {
-                let down = downgrade::for_call_tool_result(&r, era.version);
-                self.finish_with(r, &era, down)
-            }
+            input::Stage::Done(r) => self.finish_tool_result(r, &era),
             input::Stage::InputRequired(r) => self.finish(r, &era),
             input::Stage::Task(fut) => {
                 let task = self.server.tasks().create(cancel.token().clone())?;
@@ -798,6 +794,12 @@ impl Session {
             close_stream: req.close_stream.clone(),
             extensions: req.extensions.clone(),
         })
+    }
+
+    /// A tool result, stamped and encoded, rewritten for an older revision only if needed.
+    fn finish_tool_result(&self, r: CallToolResult, era: &Era) -> Reply {
+        let down = downgrade::for_call_tool_result(&r, era.version);
+        self.finish_with(r, era, down)
     }
 
     /// Stamps a result for its era and encodes it.

@@ -383,20 +383,25 @@ struct PipeOut {
 #[cfg(unix)]
 impl PipeOut {
     fn sender(&mut self) -> io::Result<&mut tokio::net::unix::pipe::Sender> {
-        self.sender.as_mut().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost"))
+        self.sender.as_mut().ok_or_else(stdout_lost)
     }
 
     /// Writes all of `buf` in blocking mode, on this thread, without holding up the runtime
     /// (`block_in_place` hands this worker's other tasks to another thread meanwhile). No copy.
     fn write_blocking(&mut self, buf: &[u8]) -> io::Result<()> {
         use std::io::Write as _;
-        let sender = self.sender.take().ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost"))?;
+        let sender = self.sender.take().ok_or_else(stdout_lost)?;
         let mut file = std::fs::File::from(sender.into_blocking_fd()?);
         let written = tokio::task::block_in_place(|| file.write_all(buf));
         self.blocking_writes += 1;
         self.sender = Some(tokio::net::unix::pipe::Sender::from_owned_fd(file.into())?);
         written
     }
+}
+
+#[cfg(unix)]
+fn stdout_lost() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "stdout was lost")
 }
 
 /// True on a multi-thread Tokio runtime, where `block_in_place` may be used.
