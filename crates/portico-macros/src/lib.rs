@@ -127,7 +127,9 @@
 //! /// Greets someone.
 //! #[portico::tool(read_only)]
 //! async fn greet(/// Who to greet.
-//!                name: String, #[arg(default = 1)] times: u32, cx: &RequestContext) -> String { … }
+//!                name: String, #[arg(default = 1)] times: u32, cx: &RequestContext) -> String {
+//!     format!("Hello, {name}! ").repeat(times as usize)
+//! }
 //! ```
 //!
 //! the macro writes (names shortened) what one would write by hand:

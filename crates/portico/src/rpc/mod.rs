@@ -1,9 +1,11 @@
 //! The private JSON-RPC engine shared by client and server: correlation of requests and
 //! responses, concurrent dispatch with a bound, cancellation, progress and timeouts.
 //!
-//! Data flows one way: a reader task pulls frames from the transport, a dispatcher decodes them
-//! and routes responses to waiting callers and requests to the [`Service`] (each in its own
-//! task), and a writer task drains one outgoing queue, flushing only when it is empty.
+//! Data flows one way through two tasks per connection (`dispatch.rs`). The dispatcher reads
+//! frames from the transport itself, decodes them, routes responses to waiting callers and
+//! starts requests on the [`Service`]: each is polled once where it arrives and gets a task of
+//! its own only if it has to wait. The writer drains one outgoing queue, flushing only when it
+//! is empty.
 
 mod cancel;
 mod dispatch;
