@@ -1,5 +1,6 @@
 //! Attribute macros for Portico: typed tools, resources, prompts and completions as plain
-//! functions. Use them through `portico` with its `macros` feature: `#[portico::tool]`, …
+//! functions. Use them through the `portico-mcp` package (library `portico`) with its `macros`
+//! feature: `#[portico::tool]`, …
 //!
 //! Macros are sugar: each expands to the builder calls a user could write by hand (see "What it
 //! expands to" below), so anything the macros do not cover can be written with the builder
@@ -160,7 +161,8 @@
 //! (name).with_argument(…), |args: BTreeMap<String, String>, cx| …)`; a completion becomes
 //! `builder.complete_argument(CompletionReference::prompt(name), arg, |params, cx| …)`.
 //!
-//! The expansion names the `portico` crate as `::portico`: depend on it under that name.
+//! The expansion names the library as `::portico`, which is what the `portico-mcp` package
+//! provides: depend on it without renaming it.
 //!
 //! Why the macros are shaped this way (and how they differ from rmcp's): `design/macros.md` in
 //! the repository.

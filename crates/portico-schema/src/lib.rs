@@ -15,6 +15,11 @@
 //! - `_meta` is the field `meta`; unknown members are kept in `extra` and written back verbatim.
 #![deny(missing_docs)]
 
+/// The README (what crates.io shows), compiled as doc-tests so its example stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub mod capabilities;
 pub mod completion;
 pub mod content;

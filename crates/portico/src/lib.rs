@@ -3,6 +3,9 @@
 //! Servers and clients for every MCP revision — 2024-11-05, 2025-03-26, 2025-06-18,
 //! 2025-11-25 (the handshake era) and 2026-07-28 (the stateless era) — from one handler API.
 //!
+//! The package is `portico-mcp` (`cargo add portico-mcp`); the library it provides is
+//! `portico`, so code says `use portico::…`.
+//!
 //! # A server in a few lines
 //!
 //! ```no_run
@@ -120,6 +123,11 @@ greet::register(Server::builder(Implementation::new("hello", "1.0.0")))
 "##
 )]
 #![deny(missing_docs)]
+
+/// The README (what crates.io shows), compiled as doc-tests so its examples stay true.
+#[cfg(all(doctest, feature = "macros", feature = "child-process"))]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub use portico_schema as schema;
 
