@@ -1,7 +1,7 @@
 //! An MCP server protected by OAuth 2.1 bearer tokens from an OpenID provider.
 //!
 //! ```text
-//! ISSUER=https://auth.example.com cargo run -p portico --example auth_server --features auth-server
+//! ISSUER=https://auth.example.com cargo run -p portico-mcp --example auth_server --features auth-server
 //! ```
 //!
 //! Tokens must be JWTs from `$ISSUER` (keys found through its metadata) whose audience is

@@ -1,6 +1,6 @@
 //! An MCP endpoint mounted into an existing axum app, next to its other routes.
 //!
-//! `cargo run -p portico --example axum --features http-server`, then
+//! `cargo run -p portico-mcp --example axum --features http-server`, then
 //! `curl localhost:3000/health` and point an MCP client at `http://localhost:3000/mcp`.
 use axum::routing::get;
 use portico::schema::{Implementation, Tool, object};

@@ -1,10 +1,10 @@
 //! A terminal MCP client: connect to a server command or URL, list what it offers, call a tool.
 //!
 //! ```sh
-//! cargo run -p portico --example client --features child-process,http-client -- npx -y @modelcontextprotocol/server-everything
-//! cargo run -p portico --example client --features child-process,http-client -- http://127.0.0.1:3000/mcp
+//! cargo run -p portico-mcp --example client --features child-process,http-client -- npx -y @modelcontextprotocol/server-everything
+//! cargo run -p portico-mcp --example client --features child-process,http-client -- http://127.0.0.1:3000/mcp
 //! # call a tool: put `--call NAME JSON` before the server
-//! cargo run -p portico --example client --features child-process,http-client -- --call add '{"a":1,"b":2}' http://127.0.0.1:3000/mcp
+//! cargo run -p portico-mcp --example client --features child-process,http-client -- --call add '{"a":1,"b":2}' http://127.0.0.1:3000/mcp
 //! ```
 #![allow(clippy::print_stdout)] // a terminal client: stdout is its output, not a protocol stream
 

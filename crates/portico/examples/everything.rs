@@ -3,8 +3,8 @@
 //! context, static and template resources, a prompt with arguments, completion, and tools
 //! added and removed at runtime.
 //!
-//! stdio: `cargo run -p portico --example everything`
-//! Streamable HTTP: `cargo run -p portico --example everything --features http-server -- --http 3000`
+//! stdio: `cargo run -p portico-mcp --example everything`
+//! Streamable HTTP: `cargo run -p portico-mcp --example everything --features http-server -- --http 3000`
 //! (then point a client at `http://127.0.0.1:3000/mcp`).
 use std::time::Duration;
 

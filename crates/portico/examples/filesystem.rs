@@ -2,7 +2,7 @@
 //! write files, only inside the directories given on the command line — narrowed to the
 //! client's roots when the client offers roots.
 //!
-//! `cargo run -p portico --example filesystem -- DIR [DIR...]`
+//! `cargo run -p portico-mcp --example filesystem -- DIR [DIR...]`
 //!
 //! Tools: `read_file`, `list_directory`, `search_files`, `write_file` (asks for confirmation
 //! with form elicitation). Resources: the template `file:///{+path}`. Paths are canonicalized;

@@ -1,6 +1,6 @@
 //! A complete MCP server over stdio: one tool, one resource, one prompt.
 //!
-//! Run it with `cargo run -p portico --example hello`, then type (or pipe) JSON-RPC lines.
+//! Run it with `cargo run -p portico-mcp --example hello`, then type (or pipe) JSON-RPC lines.
 use portico::schema::{
     GetPromptResult, Implementation, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, Tool, object,
 };

@@ -1,6 +1,6 @@
 //! A typed MCP server written with the attribute macros, over stdio.
 //!
-//! Run it with `cargo run -p portico --example macros --features macros`.
+//! Run it with `cargo run -p portico-mcp --example macros --features macros`.
 use portico::schema::Implementation;
 use portico::server::{Json, RequestContext, Server};
 use schemars::JsonSchema;

@@ -79,10 +79,10 @@ pub(crate) fn choose_auth<'a>(
     key: Option<&'a SigningKey>,
     meta: &AuthorizationServerMetadata,
 ) -> ClientAuth<'a> {
-    if let Some(key) = key {
-        if client.client_secret.is_none() || meta.supports_auth_method("private_key_jwt") {
-            return ClientAuth::PrivateKeyJwt(key);
-        }
+    if let Some(key) = key
+        && (client.client_secret.is_none() || meta.supports_auth_method("private_key_jwt"))
+    {
+        return ClientAuth::PrivateKeyJwt(key);
     }
     let Some(secret) = client.client_secret.as_deref() else { return ClientAuth::None };
     match client.token_endpoint_auth_method.as_deref() {

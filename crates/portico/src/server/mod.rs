@@ -29,6 +29,7 @@
 
 mod context;
 mod downgrade;
+mod edit;
 mod encoded;
 mod handler;
 mod input;
@@ -53,6 +54,7 @@ use portico_schema::{
 use tokio::sync::broadcast;
 
 pub use context::{Extension, KeyedInput, RequestContext};
+pub use edit::Edit;
 pub use encoded::EncodedContents;
 pub use handler::{HandlerError, IntoCallToolResult, Json};
 pub use registry::{

@@ -628,7 +628,7 @@ mod tests {
             let text = String::from_utf8_lossy(&bytes);
             assert!(sealer.open(BINDING, &text).is_err());
             // Well-formed base64 of random bytes, sometimes with a valid prefix.
-            if len > 5 && rng.next_u32() % 2 == 0 {
+            if len > 5 && rng.next_u32().is_multiple_of(2) {
                 bytes[0] = STATE_VERSION;
                 bytes[1..5].copy_from_slice(&0u32.to_be_bytes());
             }

@@ -485,12 +485,11 @@ impl Session {
 
     fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
         let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
-        if first_page {
-            if let Some((_, bytes)) =
+        if first_page
+            && let Some((_, bytes)) =
                 crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version)
-            {
-                return Ok(bytes.clone());
-            }
+        {
+            return Ok(bytes.clone());
         }
         let (items, next) = self.list(params, |r| &r.tools)?;
         let mut r = ListToolsResult::new(items);

@@ -38,12 +38,28 @@ const MAX_STDERR_LINE: usize = 16 * 1024;
 ///
 /// The child's stdin, stdout and stderr are always piped. Everything else follows
 /// [`tokio::process::Command`]; reach it with [`command_mut`](Self::command_mut).
-#[derive(Debug)]
 pub struct ChildProcess {
     command: Command,
     max_message_size: usize,
     shutdown_timeout: Duration,
+    group: bool,
+    on_stderr: Option<StderrSink>,
 }
+
+impl std::fmt::Debug for ChildProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildProcess")
+            .field("command", &self.command)
+            .field("max_message_size", &self.max_message_size)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("process_group", &self.group)
+            .field("on_stderr", &self.on_stderr.is_some())
+            .finish()
+    }
+}
+
+/// A callback that sees each line the child writes to stderr.
+type StderrSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl ChildProcess {
     /// A child running `program`, found on `PATH` unless it is a path.
@@ -52,7 +68,31 @@ impl ChildProcess {
             command: Command::new(program),
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            group: false,
+            on_stderr: None,
         }
+    }
+
+    /// Starts the child in a process group of its own (Unix), and sends every signal
+    /// ([`ChildHandle::terminate`], [`ChildHandle::start_kill`], the kill when everything is
+    /// dropped) to that whole group, so the processes the server started itself (`npx` starts
+    /// `node`, a shell script starts its command) stop with it. When the child exits on its
+    /// own, what is left of its group is killed. Off by default.
+    pub fn process_group(&mut self, own_group: bool) -> &mut Self {
+        self.group = own_group;
+        #[cfg(unix)]
+        if own_group {
+            self.command.process_group(0);
+        }
+        self
+    }
+
+    /// Calls `sink` with each line (lossily decoded as UTF-8, without its newline) the child
+    /// writes to stderr, besides logging it. Lines longer than 16 KiB are skipped. `sink` runs
+    /// on the task that reads stderr: keep it short (a host keeps the last lines in a ring).
+    pub fn on_stderr(&mut self, sink: impl Fn(&str) + Send + Sync + 'static) -> &mut Self {
+        self.on_stderr = Some(Arc::new(sink));
+        self
     }
 
     /// Adds one argument.
@@ -138,8 +178,8 @@ impl ChildProcess {
 
         let (signals, signal_rx) = mpsc::unbounded_channel();
         let (status_tx, status) = watch::channel(None);
-        tokio::spawn(reap(child, signal_rx, status_tx));
-        tokio::spawn(forward_stderr(stderr, pid));
+        tokio::spawn(reap(child, signal_rx, status_tx, self.group));
+        tokio::spawn(forward_stderr(stderr, pid, self.on_stderr.clone()));
 
         let stdin = Arc::new(Mutex::new(StdinSlot { pipe: Some(stdin), waker: None }));
         let reader = LineReader::new(stdout).with_max_message_size(self.max_message_size);
@@ -168,20 +208,34 @@ enum Exit {
 
 /// Owns the child until it has been reaped. Signals arrive through `signals`; when every
 /// sender is gone (handle and transport dropped), the child is killed.
-async fn reap(mut child: Child, mut signals: mpsc::UnboundedReceiver<Sig>, status: watch::Sender<Option<Exit>>) {
+async fn reap(
+    mut child: Child,
+    mut signals: mpsc::UnboundedReceiver<Sig>,
+    status: watch::Sender<Option<Exit>>,
+    group: bool,
+) {
+    let leader = child.id();
     let result = loop {
         tokio::select! {
             result = child.wait() => break result,
             sig = signals.recv() => match sig {
-                Some(sig) => deliver(&mut child, sig),
+                Some(sig) => deliver(&mut child, sig, group),
                 None => {
                     // Nobody can talk to or ask about the child any more.
-                    let _ = child.start_kill();
+                    deliver(&mut child, Sig::Kill, group);
                     break child.wait().await;
                 }
             },
         }
     };
+    if group {
+        // The leader is gone; whatever it left running in its group goes too. (The group keeps
+        // its id while any member lives, so this cannot reach an unrelated process group.)
+        #[cfg(unix)]
+        let _ = signal_group(leader, nix::sys::signal::Signal::SIGKILL);
+    }
+    #[cfg(not(unix))]
+    let _ = leader;
     let exit = match result {
         Ok(s) => Exit::Status(s),
         Err(e) => Exit::Failed(e.kind(), e.to_string()),
@@ -191,8 +245,22 @@ async fn reap(mut child: Child, mut signals: mpsc::UnboundedReceiver<Sig>, statu
 
 /// Sends `sig` to the child. The child has not been reaped (we own it and `wait` has not
 /// finished), so its process id cannot have been reused.
-fn deliver(child: &mut Child, sig: Sig) {
+fn deliver(child: &mut Child, sig: Sig, group: bool) {
     let pid = child.id();
+    #[cfg(unix)]
+    if group {
+        use nix::sys::signal::Signal;
+        let signal = match sig {
+            Sig::Kill => Signal::SIGKILL,
+            Sig::Term => Signal::SIGTERM,
+        };
+        if let Err(e) = signal_group(pid, signal) {
+            tracing::debug!(target: "portico::child", pid, ?sig, "group signal failed: {e}");
+        }
+        return;
+    }
+    #[cfg(not(unix))]
+    let _ = group;
     let result = match sig {
         Sig::Kill => child.start_kill(),
         #[cfg(unix)]
@@ -215,13 +283,31 @@ fn terminate(pid: Option<u32>) -> io::Result<()> {
     kill(Pid::from_raw(pid), Signal::SIGTERM).map_err(io::Error::from)
 }
 
-/// Logs the child's stderr, one line at a time, until it ends.
-async fn forward_stderr(stderr: ChildStderr, pid: u32) {
+/// Sends `signal` to the process group led by `pid` (a child started with `process_group`).
+#[cfg(unix)]
+fn signal_group(pid: Option<u32>, signal: nix::sys::signal::Signal) -> io::Result<()> {
+    use nix::sys::signal::killpg;
+    use nix::unistd::Pid;
+    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
+        return Ok(());
+    };
+    match killpg(Pid::from_raw(pid), signal) {
+        Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
+/// Logs the child's stderr, one line at a time, until it ends, and hands each line to `sink`.
+async fn forward_stderr(stderr: ChildStderr, pid: u32, sink: Option<StderrSink>) {
     let mut lines = LineReader::new(stderr).with_max_message_size(MAX_STDERR_LINE).with_buffer_size(8 * 1024);
     loop {
         match lines.read_frame().await {
             Ok(Some(line)) => {
-                tracing::debug!(target: "portico::child", pid, "stderr: {}", String::from_utf8_lossy(&line));
+                let line = String::from_utf8_lossy(&line);
+                tracing::debug!(target: "portico::child", pid, "stderr: {line}");
+                if let Some(sink) = &sink {
+                    sink(&line);
+                }
             }
             Ok(None) => break,
             Err(ReadError::TooLarge { limit }) => {

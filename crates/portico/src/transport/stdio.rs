@@ -350,7 +350,7 @@ enum StdinKind {
 /// The process's standard output, as non-blocking pipe when it is one.
 ///
 /// On a pipe, writes are non-blocking while the pipe has room. On a multi-thread runtime, a
-/// write that finds the pipe full with more than [`OFFLOAD_MIN`] bytes still to go (a large
+/// write that finds the pipe full with more than 128 KiB still to go (a large
 /// result) finishes in blocking mode instead, in `block_in_place`: the kernel wakes the writer
 /// inside `write(2)` each time the reader drains the pipe, with no reactor round trip per
 /// pipe-full (a 1 MiB result is 16 of them through a 64 KiB pipe). Small messages never take

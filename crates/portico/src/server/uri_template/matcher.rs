@@ -134,11 +134,12 @@ impl Matcher {
                     prev_query = false;
                 }
                 Part::Expr { op, vars } => {
-                    if prev_query && *op == Op::QueryCont {
-                        if let Some(last) = regions.last_mut() {
-                            last.vars.extend(vars.iter().cloned());
-                            continue;
-                        }
+                    if prev_query
+                        && *op == Op::QueryCont
+                        && let Some(last) = regions.last_mut()
+                    {
+                        last.vars.extend(vars.iter().cloned());
+                        continue;
                     }
                     prev_query = matches!(op, Op::Query | Op::QueryCont);
                     regions.push(Region { op: *op, vars: vars.clone() });
@@ -334,10 +335,10 @@ pub(super) fn extract(region: &Region, text: &[u8], out: &mut Vec<(String, Strin
 /// Record `value` for `var`, checking its prefix length and that a variable
 /// used twice has the same value each time.
 pub(super) fn set(out: &mut Vec<(String, String)>, var: &VarSpec, value: String) -> Option<()> {
-    if let Some(n) = var.prefix {
-        if value.chars().count() > usize::from(n) {
-            return None;
-        }
+    if let Some(n) = var.prefix
+        && value.chars().count() > usize::from(n)
+    {
+        return None;
     }
     match out.iter().find(|(k, _)| *k == var.name) {
         Some((_, existing)) if *existing == value => Some(()),

@@ -123,20 +123,20 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
             }
         };
         let status = resp.status();
-        if status == StatusCode::NOT_FOUND && may_renew && req.method != methods::INITIALIZE {
-            if let Some(sid) = sid {
-                // The session expired: a new one, then this request once more.
-                drain(resp).await;
-                may_renew = false;
-                match session::renew(shared, &sid).await {
-                    Ok(()) => continue,
-                    Err(e) => {
-                        let msg = format!(
-                            "{} failed: the session expired and a new one could not be opened: {e}",
-                            req.method
-                        );
-                        return answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
-                    }
+        if status == StatusCode::NOT_FOUND
+            && may_renew
+            && req.method != methods::INITIALIZE
+            && let Some(sid) = sid
+        {
+            // The session expired: a new one, then this request once more.
+            drain(resp).await;
+            may_renew = false;
+            match session::renew(shared, &sid).await {
+                Ok(()) => continue,
+                Err(e) => {
+                    let msg =
+                        format!("{} failed: the session expired and a new one could not be opened: {e}", req.method);
+                    return answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
                 }
             }
         }

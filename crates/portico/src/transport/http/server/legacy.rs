@@ -136,10 +136,9 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
     #[cfg(feature = "auth-server")]
     if let Ok(crate::rpc::envelope::Incoming::Request { method, params, .. }) =
         crate::rpc::envelope::decode_one(std::str::from_utf8(&frame).unwrap_or(""))
+        && let Some(refused) = super::post::scope_refusal(&parts.extensions, &method, params)
     {
-        if let Some(refused) = super::post::scope_refusal(&parts.extensions, &method, params) {
-            return refused;
-        }
+        return refused;
     }
     // Waiting for room here is the backpressure on a client that sends faster than it reads.
     if writer.lock().await.write_frame(&frame).await.is_err() {

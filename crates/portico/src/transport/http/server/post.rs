@@ -833,10 +833,10 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
     // Scopes first: a batch runs whole or is refused whole.
     #[cfg(feature = "auth-server")]
     for raw in &items {
-        if let Ok(Incoming::Request { method, params, .. }) = envelope::decode_one(raw.get()) {
-            if let Some(refused) = scope_refusal(&ext, &method, params) {
-                return refused;
-            }
+        if let Ok(Incoming::Request { method, params, .. }) = envelope::decode_one(raw.get())
+            && let Some(refused) = scope_refusal(&ext, &method, params)
+        {
+            return refused;
         }
     }
     let mut replies = Vec::new();

@@ -1,0 +1,169 @@
+//! `portico`: an MCP gateway with oversight, and an MCP inspector on the command line.
+//!
+//! Thin by design: it parses, loads, and prints; `portico-host` does the work.
+//!
+//! Exit codes: 0 ok; 1 the tool reported an error (`isError`); 2 usage or config error;
+//! 3 upstream unavailable.
+
+mod config_cmd;
+mod inspect;
+mod output;
+mod serve;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// An MCP gateway: many MCP servers joined into one, with a person in control.
+#[derive(Debug, Parser)]
+#[command(name = "portico", version, about, long_about = None)]
+struct Cli {
+    /// The config: portico.toml, or another client's file (Claude, Cursor, VS Code, …) as it is.
+    /// Default: ./portico.toml, then $XDG_CONFIG_HOME/portico/portico.toml.
+    #[arg(long, short = 'c', global = true, env = "PORTICO_CONFIG")]
+    config: Option<PathBuf>,
+    /// Talk to this one server directly instead of the config: a command line (split like a
+    /// shell would, never run by one) or an http(s) URL. No policy applies: you are the approver.
+    #[arg(long, global = true)]
+    server: Option<String>,
+    /// Log filter for stderr (e.g. `info`, `portico=debug`); also RUST_LOG.
+    #[arg(long, global = true, default_value = "warn")]
+    log: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve every configured server as one MCP server (stdio by default).
+    Serve(serve::ServeArgs),
+    /// The status of each upstream server.
+    Servers(Output),
+    /// Every tool offered, under its exposed name.
+    Tools(Output),
+    /// Call a tool: `portico call NAME key=value ...` or `--json '{"key": "value"}'`.
+    Call(inspect::CallArgs),
+    /// Read a resource.
+    Read(inspect::ReadArgs),
+    /// Get a prompt with `key=value` arguments.
+    Prompt(inspect::PromptArgs),
+    /// Import or check configs.
+    #[command(subcommand)]
+    Config(config_cmd::ConfigCommand),
+}
+
+/// `--json`: machine output.
+#[derive(Debug, Clone, Copy, Args)]
+struct Output {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// How a command failed, as an exit code and a message for stderr.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The tool said `isError` (exit 1); its content was printed already.
+    ToolError,
+    /// Bad usage or config (exit 2).
+    Usage(String),
+    /// The upstream could not be reached (exit 3).
+    Unavailable(String),
+}
+
+impl Failure {
+    fn code(&self) -> u8 {
+        match self {
+            Failure::ToolError => 1,
+            Failure::Usage(_) => 2,
+            Failure::Unavailable(_) => 3,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    init_logging(&cli.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("portico: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // Children were stopped by the commands; don't wait for stray blocking tasks (stdin).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            match &failure {
+                Failure::ToolError => {}
+                Failure::Usage(m) | Failure::Unavailable(m) => eprintln!("portico: {m}"),
+            }
+            ExitCode::from(failure.code())
+        }
+    }
+}
+
+fn init_logging(filter: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    let target = || inspect::Pending::new(cli.config.as_deref(), cli.server.as_deref());
+    match cli.command {
+        Command::Serve(args) => serve::run(cli.config.as_deref(), args).await,
+        Command::Servers(out) => target()?.servers(out.json).await,
+        Command::Tools(out) => target()?.tools(out.json).await,
+        Command::Call(args) => target()?.call(args).await,
+        Command::Read(args) => target()?.read(args).await,
+        Command::Prompt(args) => target()?.prompt(args).await,
+        Command::Config(cmd) => config_cmd::run(cli.config.as_deref(), cmd),
+    }
+}
+
+/// The config file to use: the one given, ./portico.toml, or the user's.
+pub(crate) fn config_path(given: Option<&std::path::Path>) -> Result<PathBuf, Failure> {
+    if let Some(p) = given {
+        return Ok(p.to_path_buf());
+    }
+    let local = PathBuf::from("portico.toml");
+    if local.exists() {
+        return Ok(local);
+    }
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if let Some(user) = base.map(|b| b.join("portico/portico.toml")).filter(|p| p.exists()) {
+        return Ok(user);
+    }
+    Err(Failure::Usage(
+        "no config: pass --config FILE (portico.toml or another client's MCP config), or --server 'COMMAND ARGS' / URL"
+            .to_owned(),
+    ))
+}
+
+/// Loads and validates the config, printing its warnings to stderr.
+pub(crate) fn load_config(given: Option<&std::path::Path>) -> Result<portico_host::config::Config, Failure> {
+    let path = config_path(given)?;
+    let loaded = portico_host::config::load(&path).map_err(|e| Failure::Usage(e.to_string()))?;
+    for w in &loaded.warnings {
+        eprintln!("portico: warning: {w}");
+    }
+    Ok(loaded.config)
+}

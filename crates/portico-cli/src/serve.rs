@@ -1,0 +1,154 @@
+//! `portico serve`: the registry as one MCP server, on stdio or Streamable HTTP, with the
+//! config file watched and applied when it changes.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use portico_host::Host;
+use portico_host::gateway::Gateway;
+use tokio::net::TcpListener;
+
+use crate::{Failure, config_path, load_config};
+
+/// Where `--http` listens when no address is given or configured: loopback only.
+const DEFAULT_HTTP: &str = "127.0.0.1:8765";
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Serve Streamable HTTP at ADDR (path /mcp) instead of stdio; without ADDR,
+    /// `[gateway] listen` or 127.0.0.1:8765.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    http: Option<String>,
+    /// Don't watch the config file for changes.
+    #[arg(long)]
+    no_watch: bool,
+    /// How long to wait for upstreams before serving, in seconds.
+    #[arg(long, default_value_t = 30.0)]
+    startup_wait: f64,
+}
+
+pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Failure> {
+    let path = config_path(config)?;
+    let loaded = load_config(Some(&path))?;
+    let listen = loaded.gateway.listen;
+    let host = Host::start(loaded);
+    let gateway = Gateway::new(host.clone());
+    let wait = Duration::try_from_secs_f64(args.startup_wait).unwrap_or(Duration::from_secs(30));
+    host.ready(wait).await;
+    let _watcher = if args.no_watch { None } else { watch(&path, host.clone()) };
+    let result = match args.http {
+        None => {
+            announce(&host, "stdio");
+            tokio::select! {
+                r = gateway.serve_stdio() => r.map_err(|e| Failure::Usage(format!("stdio: {e}"))),
+                () = shutdown_signal() => Ok(()),
+            }
+        }
+        Some(addr) => {
+            let addr: SocketAddr = if addr.is_empty() {
+                listen
+                    .map_or_else(|| DEFAULT_HTTP.parse().map_err(|_| ()), Ok)
+                    .map_err(|()| Failure::Usage("bad default".into()))?
+            } else {
+                addr.parse().map_err(|e| Failure::Usage(format!("--http {addr}: {e}")))?
+            };
+            let listener =
+                TcpListener::bind(addr).await.map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
+            let bound = listener.local_addr().map_or(addr, |a| a);
+            announce(&host, &format!("http://{bound}/mcp"));
+            gateway
+                .http()
+                .build()
+                .serve_with_shutdown(listener, shutdown_signal())
+                .await
+                .map_err(|e| Failure::Usage(format!("http: {e}")))
+        }
+    };
+    host.shutdown().await;
+    result
+}
+
+/// Tells the person on stderr what is being served.
+fn announce(host: &Host, on: &str) {
+    let registry = host.registry();
+    let statuses = host.statuses();
+    let ready = statuses.iter().filter(|s| s.state.as_str() == "ready").count();
+    eprintln!(
+        "portico: serving {} tools, {} prompts, {} resources from {ready}/{} servers on {on}",
+        registry.tools.len(),
+        registry.prompts.len(),
+        registry.resources.len() + registry.templates.len(),
+        statuses.len()
+    );
+    for s in &statuses {
+        let tools = registry.tools.values().filter(|t| t.origin.server == s.name).count();
+        let error = s.last_error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
+        eprintln!("portico:   {:<16} {:<10} {tools} tools{error}", s.name, s.state.as_str());
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Watches the config file; each change that loads and validates is applied, one that does
+/// not is reported and the running config is kept.
+fn watch(path: &Path, host: Host) -> Option<notify::RecommendedWatcher> {
+    use notify::{RecursiveMode, Watcher};
+    let path: PathBuf = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = path.parent()?.to_path_buf();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+    let file = path.clone();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && event.paths.iter().any(|p| p == &file)
+            && !event.kind.is_access()
+        {
+            let _ = tx.try_send(());
+        }
+    })
+    .map_err(|e| eprintln!("portico: warning: cannot watch the config: {e}"))
+    .ok()?;
+    if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+        eprintln!("portico: warning: cannot watch {}: {e}", dir.display());
+        return None;
+    }
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            // Editors write in steps; take the file once it has settled.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            while rx.try_recv().is_ok() {}
+            match portico_host::config::load(&path) {
+                Ok(loaded) => {
+                    for w in &loaded.warnings {
+                        eprintln!("portico: warning: {w}");
+                    }
+                    let done = host.reload(loaded.config).await;
+                    if !(done.added.is_empty() && done.removed.is_empty() && done.restarted.is_empty()) {
+                        eprintln!(
+                            "portico: config reloaded: added {:?}, removed {:?}, restarted {:?}",
+                            done.added, done.removed, done.restarted
+                        );
+                    }
+                }
+                Err(e) => eprintln!("portico: config not reloaded, keeping the running one: {e}"),
+            }
+        }
+    });
+    Some(watcher)
+}

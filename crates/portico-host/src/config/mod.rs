@@ -1,0 +1,471 @@
+//! Configuration: `portico.toml` (or another client's file, read as it is), expanded and
+//! validated into a [`Config`].
+//!
+//! The low/high split is ripgrep's: [`raw`] is the file as written (serde), [`Config`] is what
+//! the host runs (every default applied, every value checked). [`load`] reads a file, picks its
+//! dialect, expands `${…}` ([`expand`]) and validates; unknown keys are warnings, invalid values
+//! are errors with file, line, column and field ([`ConfigError`]).
+
+pub mod dialect;
+mod error;
+pub mod expand;
+pub mod raw;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use error::{ConfigError, line_column};
+use raw::{RawConfig, RawServer};
+
+/// The separator between a server's prefix and a tool's name when none is configured.
+pub const DEFAULT_SEPARATOR: &str = "__";
+
+/// A value that may be secret (an environment variable, a header): compared and used as
+/// usual, but never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+
+    /// The value itself, for the one place that sends it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+/// The whole configuration, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Config {
+    /// How the registry is served.
+    pub gateway: GatewayConfig,
+    /// The upstream servers, by name.
+    pub servers: BTreeMap<String, ServerConfig>,
+}
+
+/// `[gateway]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct GatewayConfig {
+    /// Where `portico serve --http` listens when given no address.
+    pub listen: Option<SocketAddr>,
+    /// Between a prefix and a name.
+    pub separator: String,
+    /// Where state (tokens, cached tool lists) is kept.
+    pub state_dir: PathBuf,
+    /// The name the gateway introduces itself with.
+    pub name: String,
+    /// How often each ready upstream is pinged; `None`: never.
+    pub ping_interval: Option<Duration>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: None,
+            separator: DEFAULT_SEPARATOR.to_owned(),
+            state_dir: default_state_dir(),
+            name: "portico".to_owned(),
+            ping_interval: Some(Duration::from_secs(30)),
+        }
+    }
+}
+
+fn default_state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join("portico");
+    }
+    match std::env::var_os("HOME") {
+        Some(home) => PathBuf::from(home).join(".local/state/portico"),
+        None => PathBuf::from(".portico"),
+    }
+}
+
+/// One upstream server, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// Its name in the config.
+    pub name: String,
+    /// How to reach it.
+    pub kind: ServerKind,
+    /// `false`: configured but not started.
+    pub enabled: bool,
+    /// Started at first use.
+    pub lazy: bool,
+    /// Globs of upstream tool names to offer (all when empty).
+    pub include: Vec<String>,
+    /// Globs of upstream tool names to hide.
+    pub exclude: Vec<String>,
+    /// Upstream name → offered name (before the prefix).
+    pub rename: BTreeMap<String, String>,
+    /// The prefix of its tool and prompt names (`""`: none).
+    pub prefix: String,
+    /// How long a call may go without progress.
+    pub timeout: Duration,
+    /// How long starting (spawn or connect, and the handshake) may take.
+    pub startup_timeout: Duration,
+    /// Calls in flight at once.
+    pub max_concurrent: usize,
+    /// The largest result passed on, in bytes of JSON.
+    pub max_result_bytes: usize,
+    /// Roots given to the server.
+    pub roots: Vec<String>,
+    /// One process for all clients, or one per client.
+    pub isolate: Isolation,
+    /// How it is restarted.
+    pub restart: RestartPolicy,
+}
+
+/// How an upstream is reached.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ServerKind {
+    /// A child process speaking MCP on its stdin and stdout.
+    Stdio {
+        /// The program (never run through a shell).
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Added to its environment (values may be secrets).
+        env: BTreeMap<String, Secret>,
+        /// Its working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A server at a URL.
+    Http {
+        /// Its URL.
+        url: String,
+        /// Sent with every request (values may be secrets).
+        headers: BTreeMap<String, Secret>,
+        /// Legacy HTTP+SSE only (`transport = "sse"`).
+        legacy_sse: bool,
+    },
+}
+
+/// Whether downstream clients share an upstream process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Isolation {
+    /// One process (or HTTP session) for every client; calls are multiplexed.
+    #[default]
+    Shared,
+    /// One per downstream client session.
+    PerClient,
+}
+
+/// Exponential backoff with jitter between restarts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct RestartPolicy {
+    /// Before the first restart.
+    pub initial_backoff: Duration,
+    /// The longest wait.
+    pub max_backoff: Duration,
+    /// Failed starts in a row after which the server is `failed`; 0: never give up.
+    pub max_restarts: u32,
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        RestartPolicy {
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(60),
+            max_restarts: 10,
+        }
+    }
+}
+
+/// A loaded config and what was odd about it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Loaded {
+    /// The config.
+    pub config: Config,
+    /// Unknown keys and other things worth a warning, as `file: field: what`.
+    pub warnings: Vec<String>,
+    /// The dialect the file was read as.
+    pub dialect: dialect::Dialect,
+}
+
+/// Reads, expands and validates the config at `path`, in whichever dialect it is written.
+///
+/// # Errors
+/// When the file cannot be read or is invalid; the error gives file, line, column and field.
+pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(format!("cannot read the config: {e}")).in_file(path))?;
+    let dialect = dialect::detect(path, &text).unwrap_or(dialect::Dialect::Portico);
+    let base = path.parent().unwrap_or(Path::new("."));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let no_input = |req: &dialect::InputRequest| {
+        Err(ConfigError::new(format!(
+            "`${{input:{}}}` needs a value: run `portico config import` on a terminal",
+            req.id
+        )))
+    };
+    let (raw, mut warnings) = if dialect == dialect::Dialect::Portico {
+        parse_toml(&text).map_err(|e| e.in_file(path))?
+    } else {
+        let cx = dialect::ImportContext { workspace: Some(base), home: home.as_deref(), input: &no_input };
+        let imported = dialect::read(dialect, &text, &cx).map_err(|e| e.in_file(path))?;
+        (RawConfig { servers: imported.servers, ..RawConfig::default() }, imported.notes)
+    };
+    let config = validate(raw, base, &expand::Environment).map_err(|e| locate(e, &text).in_file(path))?;
+    for w in &mut warnings {
+        *w = format!("{}: {w}", path.display());
+    }
+    Ok(Loaded { config, warnings, dialect })
+}
+
+/// Parses `portico.toml` text; unknown keys come back as warnings.
+///
+/// # Errors
+/// On a syntax error or a value of the wrong type, with line and column.
+pub fn parse_toml(text: &str) -> Result<(RawConfig, Vec<String>), ConfigError> {
+    let mut unknown = Vec::new();
+    let de = toml::Deserializer::new(text);
+    let raw: RawConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string())).map_err(|e| {
+        let mut err = ConfigError::new(e.message().to_owned());
+        if let Some(span) = e.span() {
+            err = err.at_offset(text, span.start);
+        }
+        err
+    })?;
+    Ok((raw, unknown.into_iter().map(|k| format!("{k}: unknown key (ignored)")).collect()))
+}
+
+/// Points an error about a server's field at the line of its `[servers.NAME]` table when the
+/// error has no position yet.
+fn locate(err: ConfigError, text: &str) -> ConfigError {
+    if err.line.is_some() {
+        return err;
+    }
+    let Some(name) =
+        err.field.as_deref().and_then(|f| f.strip_prefix("servers.")).map(|f| f.split('.').next().unwrap_or(f))
+    else {
+        return err;
+    };
+    let headers = [format!("[servers.{name}]"), format!("[servers.\"{name}\"]")];
+    match headers.iter().find_map(|h| text.find(h.as_str())) {
+        Some(offset) => err.at_offset(text, offset),
+        None => err,
+    }
+}
+
+/// Expands and validates a raw config. Relative `cwd`s and `env_file`s are resolved against
+/// `base` (the config file's folder).
+///
+/// # Errors
+/// The first invalid value, naming its field.
+pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Result<Config, ConfigError> {
+    let g = raw.gateway;
+    let defaults = GatewayConfig::default();
+    let listen = match g.listen {
+        Some(a) => Some(expand::expand(&a, "gateway.listen", source)?.parse::<SocketAddr>().map_err(|e| {
+            ConfigError::new(format!("not an address like 127.0.0.1:8765: {e}")).field("gateway.listen")
+        })?),
+        None => None,
+    };
+    let separator = g.separator.unwrap_or(defaults.separator);
+    if separator.is_empty() || !separator.chars().all(legal_name_char) {
+        return Err(ConfigError::new("must be one or more of a-z A-Z 0-9 _ -").field("gateway.separator"));
+    }
+    let state_dir = match g.state_dir {
+        Some(d) => base.join(expand::expand(&d, "gateway.state_dir", source)?),
+        None => defaults.state_dir,
+    };
+    let ping_interval = match g.ping_interval {
+        None => defaults.ping_interval,
+        Some(0.0) => None,
+        Some(s) => Some(seconds(s, "gateway.ping_interval")?),
+    };
+    let gateway = GatewayConfig { listen, separator, state_dir, name: g.name.unwrap_or(defaults.name), ping_interval };
+    let single = raw.servers.len() == 1;
+    let mut servers = BTreeMap::new();
+    for (name, server) in raw.servers {
+        let validated = validate_server(&name, server, single, base, source)?;
+        servers.insert(name, validated);
+    }
+    Ok(Config { gateway, servers })
+}
+
+fn legal_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+fn seconds(s: f64, field: &str) -> Result<Duration, ConfigError> {
+    Duration::try_from_secs_f64(s).map_err(|_| ConfigError::new("must be a number of seconds ≥ 0").field(field))
+}
+
+fn validate_server(
+    name: &str,
+    s: RawServer,
+    single: bool,
+    base: &Path,
+    source: &dyn expand::Source,
+) -> Result<ServerConfig, ConfigError> {
+    let f = |key: &str| format!("servers.{name}.{key}");
+    if name.is_empty() || !name.chars().all(legal_name_char) {
+        return Err(
+            ConfigError::new("a server's name must be one or more of a-z A-Z 0-9 _ -").field(format!("servers.{name}"))
+        );
+    }
+    let kind = match (s.command, s.url) {
+        (Some(_), Some(_)) => return Err(ConfigError::new("give `command` or `url`, not both").field(f("url"))),
+        (None, None) => {
+            return Err(ConfigError::new("needs `command` (stdio) or `url` (HTTP)").field(format!("servers.{name}")));
+        }
+        (Some(command), None) => {
+            let command = expand::expand(&command, &f("command"), source)?;
+            if command.trim().is_empty() {
+                return Err(ConfigError::new("is empty").field(f("command")));
+            }
+            let args = s
+                .args
+                .iter()
+                .enumerate()
+                .map(|(i, a)| expand::expand(a, &format!("{}[{i}]", f("args")), source))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut env = BTreeMap::new();
+            if let Some(file) = &s.env_file {
+                let path = base.join(expand::expand(file, &f("env_file"), source)?);
+                for item in dotenvy::from_path_iter(&path).map_err(|e| {
+                    ConfigError::new(format!("cannot read {}: {e}", path.display())).field(f("env_file"))
+                })? {
+                    let (k, v) = item.map_err(|e| {
+                        ConfigError::new(format!("{}: not a KEY=VALUE line ({})", path.display(), env_file_error(&e)))
+                            .field(f("env_file"))
+                    })?;
+                    env.insert(k, Secret::new(v));
+                }
+            }
+            for (k, v) in &s.env {
+                env.insert(k.clone(), Secret::new(expand::expand(v, &format!("{}.{k}", f("env")), source)?));
+            }
+            let cwd = match &s.cwd {
+                Some(c) => Some(base.join(expand::expand(c, &f("cwd"), source)?)),
+                None => None,
+            };
+            ServerKind::Stdio { command, args, env, cwd }
+        }
+        (None, Some(url)) => {
+            let url = expand::expand(&url, &f("url"), source)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::new("must be an http:// or https:// URL").field(f("url")));
+            }
+            let legacy_sse = match s.transport.as_deref() {
+                None | Some("streamable-http" | "http") => false,
+                Some("sse") => true,
+                Some(other) => {
+                    return Err(
+                        ConfigError::new(format!("`{other}` is not one of streamable-http, sse")).field(f("transport"))
+                    );
+                }
+            };
+            let mut headers = BTreeMap::new();
+            for (k, v) in &s.headers {
+                headers.insert(k.clone(), Secret::new(expand::expand(v, &format!("{}.{k}", f("headers")), source)?));
+            }
+            ServerKind::Http { url, headers, legacy_sse }
+        }
+    };
+    if matches!(kind, ServerKind::Stdio { .. }) && (!s.headers.is_empty() || s.transport.is_some()) {
+        return Err(ConfigError::new("`headers` and `transport` are for `url` servers").field(f("headers")));
+    }
+    let prefix = s.prefix.unwrap_or_else(|| name.to_owned());
+    if prefix.is_empty() && !single {
+        return Err(ConfigError::new("an empty prefix is allowed only with a single server").field(f("prefix")));
+    }
+    if !prefix.chars().all(legal_name_char) {
+        return Err(ConfigError::new("must be made of a-z A-Z 0-9 _ -").field(f("prefix")));
+    }
+    for (i, glob) in s.include.iter().chain(&s.exclude).enumerate() {
+        globset::Glob::new(glob)
+            .map_err(|e| ConfigError::new(format!("not a glob: {e}")).field(format!("{}[{i}]", f("include"))))?;
+    }
+    for (from, to) in &s.rename {
+        if to.is_empty() || !to.chars().all(legal_name_char) {
+            return Err(
+                ConfigError::new("a new name must be made of a-z A-Z 0-9 _ -").field(format!("{}.{from}", f("rename")))
+            );
+        }
+    }
+    let isolate = match s.isolate.as_deref() {
+        None | Some("shared") => Isolation::Shared,
+        Some("per-client") => Isolation::PerClient,
+        Some(other) => {
+            return Err(ConfigError::new(format!("`{other}` is not one of shared, per-client")).field(f("isolate")));
+        }
+    };
+    for (i, root) in s.roots.iter().enumerate() {
+        if !root.starts_with("file://") {
+            return Err(ConfigError::new("a root must be a file:// URI").field(format!("{}[{i}]", f("roots"))));
+        }
+    }
+    let defaults = RestartPolicy::default();
+    let restart = match s.restart {
+        None => defaults,
+        Some(r) => RestartPolicy {
+            initial_backoff: r
+                .initial_backoff
+                .map(|v| seconds(v, &f("restart.initial_backoff")))
+                .transpose()?
+                .unwrap_or(defaults.initial_backoff),
+            max_backoff: r
+                .max_backoff
+                .map(|v| seconds(v, &f("restart.max_backoff")))
+                .transpose()?
+                .unwrap_or(defaults.max_backoff),
+            max_restarts: r.max_restarts.unwrap_or(defaults.max_restarts),
+        },
+    };
+    let positive = |v: Option<usize>, key: &str, default: usize| match v {
+        Some(0) => Err(ConfigError::new("must be at least 1").field(f(key))),
+        Some(n) => Ok(n),
+        None => Ok(default),
+    };
+    Ok(ServerConfig {
+        name: name.to_owned(),
+        kind,
+        enabled: s.enabled.unwrap_or(true),
+        lazy: s.lazy.unwrap_or(false),
+        include: s.include,
+        exclude: s.exclude,
+        rename: s.rename,
+        prefix,
+        timeout: s.timeout.map(|v| seconds(v, &f("timeout"))).transpose()?.unwrap_or(Duration::from_secs(60)),
+        startup_timeout: s
+            .startup_timeout
+            .map(|v| seconds(v, &f("startup_timeout")))
+            .transpose()?
+            .unwrap_or(Duration::from_secs(30)),
+        max_concurrent: positive(s.max_concurrent, "max_concurrent", 32)?,
+        max_result_bytes: positive(s.max_result_bytes, "max_result_bytes", 16 << 20)?,
+        roots: s.roots,
+        isolate,
+        restart,
+    })
+}
+
+/// Says what is wrong with an env file without quoting its (secret) line.
+fn env_file_error(e: &dotenvy::Error) -> String {
+    match e {
+        dotenvy::Error::LineParse(_, index) => format!("at byte {index}"),
+        dotenvy::Error::Io(e) => e.to_string(),
+        _ => "unreadable".to_owned(),
+    }
+}

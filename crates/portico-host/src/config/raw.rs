@@ -1,0 +1,134 @@
+//! `portico.toml` as written: every table and key, before expansion and validation.
+//!
+//! These types are also what the dialect readers produce from other clients' files, and what
+//! `portico config import` writes back out as TOML, so they serialize as well as deserialize
+//! and leave out what is empty.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawConfig {
+    /// `[gateway]`.
+    #[serde(default, skip_serializing_if = "RawGateway::is_default")]
+    pub gateway: RawGateway,
+    /// `[servers.NAME]`, by name.
+    #[serde(default)]
+    pub servers: BTreeMap<String, RawServer>,
+}
+
+/// `[gateway]`: how the registry is served.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawGateway {
+    /// The Streamable HTTP address `portico serve --http` uses when given no address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// Between the prefix and a tool's name; `__` when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub separator: Option<String>,
+    /// Where tokens and other state are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_dir: Option<String>,
+    /// The name the gateway introduces itself with; `portico` when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Seconds between pings of each ready upstream; 30 when not set, 0 turns pings off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ping_interval: Option<f64>,
+}
+
+impl RawGateway {
+    fn is_default(&self) -> bool {
+        *self == RawGateway::default()
+    }
+}
+
+/// `[servers.NAME]`: one upstream MCP server, by command (stdio) or by URL (HTTP).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawServer {
+    /// The program to run (stdio). Never passed through a shell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Variables added to its environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// A file of `KEY=VALUE` lines added to its environment (before `env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_file: Option<String>,
+    /// Its working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The server's URL (Streamable HTTP, or legacy HTTP+SSE).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `streamable-http` (falls back to legacy SSE on the answers the spec lists; the default)
+    /// or `sse` (legacy HTTP+SSE only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+    /// Headers sent with every HTTP request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// `false` keeps the server configured but stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Start the server at its first use instead of at startup.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lazy: Option<bool>,
+    /// Globs of the upstream's tool names to offer (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<String>,
+    /// Globs of the upstream's tool names to hide (applied after `include`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    /// Upstream tool name → the name to offer it under (before the prefix).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rename: BTreeMap<String, String>,
+    /// The prefix of this server's tool and prompt names; the server's name when not set.
+    /// `""` (no prefix) is allowed when there is one server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Seconds a call may take without progress; 60 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Seconds to wait for the server to start and answer; 30 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_timeout: Option<f64>,
+    /// Calls in flight to this server at once; 32 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent: Option<usize>,
+    /// Largest result passed on, in bytes; 16 MiB when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_result_bytes: Option<usize>,
+    /// Roots given to the server (`file://` URIs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<String>,
+    /// `shared` (one process for every client; the default) or `per-client` (stdio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate: Option<String>,
+    /// Restart policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart: Option<RawRestart>,
+}
+
+/// `[servers.NAME.restart]`: exponential backoff with jitter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawRestart {
+    /// Seconds before the first restart; 0.5 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_backoff: Option<f64>,
+    /// Longest wait between restarts, in seconds; 60 when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_backoff: Option<f64>,
+    /// Restarts in a row after which the server is marked failed; 10 when not set, 0 = never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_restarts: Option<u32>,
+}

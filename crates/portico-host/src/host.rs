@@ -1,0 +1,431 @@
+//! [`Host`]: the upstreams, the registry built from them, and the one call path.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use portico::schema::{CallToolResult, ContentBlock, GetPromptResult, Implementation, ReadResourceResult};
+use portico::server::RequestContext;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::config::{Config, ServerConfig};
+use crate::registry::{Catalog, Origin, Registry};
+use crate::router::{Answer, Call, Method, Outcome, Oversight, Unsupervised, Verdict};
+use crate::upstream::{State, Upstream, UpstreamError, UpstreamStatus};
+
+/// How long changes from upstreams are gathered before the registry is rebuilt once.
+const COALESCE: Duration = Duration::from_millis(25);
+
+/// Why a read or a prompt through the host failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// Nothing of that name or URI is offered.
+    #[error("no {what} `{name}` is offered")]
+    NotFound {
+        /// `tool`, `prompt` or `resource`.
+        what: &'static str,
+        /// What was asked for.
+        name: String,
+    },
+    /// Refused by the host's oversight.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The upstream failed.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+}
+
+/// What [`Host::reload`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reloaded {
+    /// Servers started because they are new.
+    pub added: Vec<String>,
+    /// Servers stopped because they are gone.
+    pub removed: Vec<String>,
+    /// Servers whose config changed, so they were restarted.
+    pub restarted: Vec<String>,
+    /// Servers left running as they were.
+    pub unchanged: Vec<String>,
+}
+
+/// The host: every configured upstream under supervision, joined into one [`Registry`], and
+/// the call path every request to an upstream goes through. Cheap to clone.
+#[derive(Clone)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    info: Implementation,
+    config: RwLock<Config>,
+    upstreams: RwLock<BTreeMap<String, Upstream>>,
+    registry: watch::Sender<Arc<Registry>>,
+    changes: watch::Sender<u64>,
+    /// The `changes` version the registry was last rebuilt from.
+    rebuilt: watch::Sender<u64>,
+    oversight: Arc<dyn Oversight>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host").field("servers", &self.upstream_names()).finish_non_exhaustive()
+    }
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Host {
+    /// Starts every enabled, non-lazy upstream of `config` at once (startup takes as long as the
+    /// slowest, not the sum) and returns without waiting; see [`ready`](Self::ready).
+    ///
+    /// Must be called within a Tokio runtime.
+    pub fn start(config: Config) -> Host {
+        Host::with_oversight(config, Arc::new(Unsupervised))
+    }
+
+    /// [`start`](Self::start) with the hooks every call passes through.
+    pub fn with_oversight(config: Config, oversight: Arc<dyn Oversight>) -> Host {
+        let info = Implementation::new(config.gateway.name.clone(), env!("CARGO_PKG_VERSION"));
+        let inner = Arc::new(Inner {
+            info,
+            config: RwLock::new(config.clone()),
+            upstreams: RwLock::new(BTreeMap::new()),
+            registry: watch::channel(Arc::new(Registry::default())).0,
+            changes: watch::channel(0).0,
+            rebuilt: watch::channel(0).0,
+            oversight,
+            stop: tokio_util::sync::CancellationToken::new(),
+        });
+        let host = Host { inner };
+        {
+            let mut ups = write(&host.inner.upstreams);
+            for server in config.servers.values() {
+                ups.insert(server.name.clone(), host.start_upstream(server.clone(), &config));
+            }
+        }
+        tokio::spawn(rebuild(Arc::downgrade(&host.inner), host.inner.changes.subscribe()));
+        host.inner.changes.send_modify(|n| *n += 1);
+        host
+    }
+
+    fn start_upstream(&self, server: ServerConfig, config: &Config) -> Upstream {
+        let lazy = server.lazy;
+        let name = server.name.clone();
+        let up =
+            Upstream::start(server, self.inner.info.clone(), config.gateway.ping_interval, self.inner.changes.clone());
+        if lazy {
+            if let Some(catalog) = load_cached(&cache_path(config, &name)) {
+                up.seed_catalog(catalog);
+            } else {
+                // Nothing known about it yet: start it now to learn what it offers.
+                up.restart();
+            }
+        }
+        up
+    }
+
+    /// How the host introduces itself.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The config in force.
+    pub fn config(&self) -> Config {
+        read(&self.inner.config).clone()
+    }
+
+    /// Waits until every enabled, non-lazy upstream is ready or has failed, at most `within`.
+    pub async fn ready(&self, within: Duration) {
+        let ups: Vec<Upstream> =
+            read(&self.inner.upstreams).values().filter(|u| u.config().enabled && !u.config().lazy).cloned().collect();
+        futures_util::future::join_all(ups.iter().map(|u| u.wait_settled(within))).await;
+        // Let the registry catch up with what they listed.
+        let target = *self.inner.changes.borrow();
+        let mut rx = self.inner.rebuilt.subscribe();
+        let _ = tokio::time::timeout(COALESCE * 8, rx.wait_for(|v| *v >= target)).await;
+    }
+
+    /// The registry as it is now.
+    pub fn registry(&self) -> Arc<Registry> {
+        self.inner.registry.borrow().clone()
+    }
+
+    /// Changes whenever the registry is rebuilt with a different content.
+    pub fn watch_registry(&self) -> watch::Receiver<Arc<Registry>> {
+        self.inner.registry.subscribe()
+    }
+
+    /// Every upstream's status, by name.
+    pub fn statuses(&self) -> Vec<UpstreamStatus> {
+        read(&self.inner.upstreams).values().map(Upstream::status).collect()
+    }
+
+    /// The upstream named `name`.
+    pub fn upstream(&self, name: &str) -> Option<Upstream> {
+        read(&self.inner.upstreams).get(name).cloned()
+    }
+
+    fn upstream_names(&self) -> Vec<String> {
+        read(&self.inner.upstreams).keys().cloned().collect()
+    }
+
+    /// Calls the exposed tool `name`: resolved in the registry, checked by oversight, sent to
+    /// its upstream, and recorded. Every failure is a tool result with `isError` whose text says
+    /// what happened and names the server.
+    pub async fn call_tool(&self, name: &str, arguments: Value, cx: Option<&RequestContext>) -> CallToolResult {
+        let registry = self.registry();
+        let Some(entry) = registry.tools.get(name) else {
+            return tool_error(format!("no tool `{name}` is offered"));
+        };
+        let origin = &entry.origin;
+        let call = Call {
+            method: Method::CallTool,
+            exposed: name,
+            origin,
+            tool: Some(&entry.tool),
+            arguments: &arguments,
+            principal: "local",
+        };
+        if let Verdict::Deny(reason) = self.inner.oversight.before(&call).await {
+            self.inner.oversight.after(&call, &Outcome::Refused(&reason)).await;
+            return tool_error(format!("refused: {reason}"));
+        }
+        let Some(up) = self.upstream(&origin.server) else {
+            return tool_error(format!("server `{}` is not configured any more", origin.server));
+        };
+        match up.call_tool(&origin.name, arguments.clone(), cx).await {
+            Ok(result) => {
+                self.inner.oversight.after(&call, &Outcome::Answered(Answer::Tool(&result))).await;
+                result
+            }
+            Err(e) => {
+                let text = e.to_string();
+                self.inner.oversight.after(&call, &Outcome::Failed(&text)).await;
+                tool_error(text)
+            }
+        }
+    }
+
+    /// Reads the exposed resource `uri` through the call path.
+    ///
+    /// # Errors
+    /// Not offered, refused, or the upstream failed.
+    pub async fn read_resource(&self, uri: &str, from: Option<&str>) -> Result<ReadResourceResult, HostError> {
+        let registry = self.registry();
+        let origin = match registry.resolve_uri(uri) {
+            Some(origin) => origin,
+            None => match from {
+                Some(server) => Origin { server: server.to_owned(), name: uri.to_owned() },
+                None => return Err(HostError::NotFound { what: "resource", name: uri.to_owned() }),
+            },
+        };
+        let call = Call {
+            method: Method::ReadResource,
+            exposed: uri,
+            origin: &origin,
+            tool: None,
+            arguments: &Value::Null,
+            principal: "local",
+        };
+        self.pass(&call).await?;
+        let up = self
+            .upstream(&origin.server)
+            .ok_or_else(|| HostError::NotFound { what: "resource", name: uri.to_owned() })?;
+        let result = up.read_resource(&origin.name).await;
+        self.finish(&call, result.as_ref().map(Answer::Resource)).await;
+        Ok(result?)
+    }
+
+    /// Gets the exposed prompt `name` through the call path.
+    ///
+    /// # Errors
+    /// Not offered, refused, or the upstream failed.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, HostError> {
+        let registry = self.registry();
+        let entry =
+            registry.prompts.get(name).ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
+        let args_json = serde_json::to_value(&arguments).unwrap_or(Value::Null);
+        let call = Call {
+            method: Method::GetPrompt,
+            exposed: name,
+            origin: &entry.origin,
+            tool: None,
+            arguments: &args_json,
+            principal: "local",
+        };
+        self.pass(&call).await?;
+        let up = self
+            .upstream(&entry.origin.server)
+            .ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
+        let result = up.get_prompt(&entry.origin.name, arguments).await;
+        self.finish(&call, result.as_ref().map(Answer::Prompt)).await;
+        Ok(result?)
+    }
+
+    async fn pass(&self, call: &Call<'_>) -> Result<(), HostError> {
+        match self.inner.oversight.before(call).await {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny(reason) => {
+                self.inner.oversight.after(call, &Outcome::Refused(&reason)).await;
+                Err(HostError::Refused(reason))
+            }
+        }
+    }
+
+    async fn finish(&self, call: &Call<'_>, result: Result<Answer<'_>, &UpstreamError>) {
+        match result {
+            Ok(answer) => self.inner.oversight.after(call, &Outcome::Answered(answer)).await,
+            Err(e) => self.inner.oversight.after(call, &Outcome::Failed(&e.to_string())).await,
+        }
+    }
+
+    /// Applies a new config: new servers start, removed ones stop, changed ones restart, and
+    /// unchanged ones are not touched (their calls in flight go on). The registry follows, and
+    /// connected clients get one `list_changed`.
+    pub async fn reload(&self, config: Config) -> Reloaded {
+        let mut done = Reloaded::default();
+        let mut stopping = Vec::new();
+        {
+            let old = read(&self.inner.config).clone();
+            let mut ups = write(&self.inner.upstreams);
+            let names: HashSet<&String> = old.servers.keys().chain(config.servers.keys()).collect();
+            let mut names: Vec<&String> = names.into_iter().collect();
+            names.sort();
+            for name in names {
+                match (old.servers.get(name), config.servers.get(name)) {
+                    (Some(_), None) => {
+                        if let Some(up) = ups.remove(name) {
+                            stopping.push(up);
+                        }
+                        done.removed.push(name.clone());
+                    }
+                    (None, Some(new)) => {
+                        ups.insert(name.clone(), self.start_upstream(new.clone(), &config));
+                        done.added.push(name.clone());
+                    }
+                    (Some(old_cfg), Some(new))
+                        if old_cfg == new && old.gateway.ping_interval == config.gateway.ping_interval =>
+                    {
+                        done.unchanged.push(name.clone());
+                    }
+                    (Some(_), Some(new)) => {
+                        if let Some(up) = ups.insert(name.clone(), self.start_upstream(new.clone(), &config)) {
+                            stopping.push(up);
+                        }
+                        done.restarted.push(name.clone());
+                    }
+                    (None, None) => {}
+                }
+            }
+            *write(&self.inner.config) = config;
+        }
+        for up in &stopping {
+            up.stop();
+        }
+        futures_util::future::join_all(stopping.iter().map(Upstream::stopped)).await;
+        self.inner.changes.send_modify(|n| *n += 1);
+        done
+    }
+
+    /// Stops every upstream and waits for their processes to end.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        let ups: Vec<Upstream> = read(&self.inner.upstreams).values().cloned().collect();
+        for up in &ups {
+            up.stop();
+        }
+        futures_util::future::join_all(ups.iter().map(Upstream::stopped)).await;
+    }
+
+    /// Whether every enabled upstream is ready.
+    pub fn all_ready(&self) -> bool {
+        self.statuses().iter().all(|s| matches!(s.state, State::Ready | State::Stopped | State::Idle))
+    }
+}
+
+fn tool_error(text: String) -> CallToolResult {
+    let mut r = CallToolResult::new(vec![ContentBlock::text(text)]);
+    r.is_error = Some(true);
+    r
+}
+
+fn cache_path(config: &Config, server: &str) -> PathBuf {
+    config.gateway.state_dir.join("catalog").join(format!("{server}.json"))
+}
+
+fn load_cached(path: &std::path::Path) -> Option<Catalog> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn store_cached(path: &std::path::Path, catalog: &Catalog) {
+    let Some(dir) = path.parent() else { return };
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, serde_json::to_vec(catalog).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&tmp, path)
+    };
+    if let Err(e) = write() {
+        tracing::warn!(target: "portico::host", "cannot cache the tool list at {}: {e}", path.display());
+    }
+}
+
+/// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
+/// together so connected clients see one `list_changed`.
+async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
+    loop {
+        if changes.changed().await.is_err() {
+            return;
+        }
+        tokio::time::sleep(COALESCE).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.stop.is_cancelled() {
+            return;
+        }
+        let version = *changes.borrow_and_update();
+        let config = read(&inner.config).clone();
+        let catalogs: Vec<(ServerConfig, Arc<Catalog>)> = {
+            let ups = read(&inner.upstreams);
+            config
+                .servers
+                .values()
+                .filter(|s| s.enabled)
+                .filter_map(|s| ups.get(&s.name).map(|u| (s.clone(), u.catalog())))
+                .collect()
+        };
+        for (server, catalog) in &catalogs {
+            if server.lazy && !catalog.tools.is_empty() {
+                store_cached(&cache_path(&config, &server.name), catalog);
+            }
+        }
+        let registry = Registry::build(catalogs.iter().map(|(s, c)| (s, &**c)), &config.gateway.separator);
+        for conflict in &registry.conflicts {
+            tracing::error!(target: "portico::host", "{conflict}");
+        }
+        let rebuilt = Arc::new(registry);
+        inner.registry.send_if_modified(|current| {
+            if **current == *rebuilt {
+                false
+            } else {
+                *current = rebuilt.clone();
+                true
+            }
+        });
+        inner.rebuilt.send_replace(version);
+    }
+}

@@ -1,0 +1,354 @@
+//! The registry: every upstream's tools, prompts, resources and resource templates in one
+//! view, under their exposed names, each remembering where it came from.
+//!
+//! Built from each upstream's [`Catalog`] and its config (include, exclude, rename, prefix) by
+//! [`Registry::build`]: a pure function, so the whole naming story is tested without I/O.
+//!
+//! - Tools and prompts are named by [`crate::names::exposed_name`]; the upstream's own name is
+//!   kept in `_meta` under [`UPSTREAM_META`].
+//! - A resource URI stays as it is where one server offers it; a URI offered by several is
+//!   rewritten to `portico:<server>/<uri>` for every one of them (reversible, and stable when a
+//!   third server joins). Templates follow the same rule.
+//! - Titles, descriptions, annotations, icons and schemas pass through unchanged.
+
+use std::collections::BTreeMap;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use portico::schema::{Prompt, Resource, ResourceTemplate, Tool};
+use serde_json::json;
+
+use crate::config::ServerConfig;
+use crate::names::exposed_name;
+
+/// The `_meta` key under which an exposed item records its upstream: `{"server", "name"}` (or
+/// `"uri"` for resources).
+pub const UPSTREAM_META: &str = "dev.portico/upstream";
+
+/// What one upstream offers, as it listed it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct Catalog {
+    /// Its tools.
+    pub tools: Vec<Tool>,
+    /// Its prompts.
+    pub prompts: Vec<Prompt>,
+    /// Its resources.
+    pub resources: Vec<Resource>,
+    /// Its resource templates.
+    pub templates: Vec<ResourceTemplate>,
+}
+
+/// Where an exposed item comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub struct Origin {
+    /// The upstream's name in the config.
+    pub server: String,
+    /// The item's name (or URI, or template) at the upstream.
+    pub name: String,
+}
+
+/// A tool as offered: its exposed definition and its origin.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolEntry {
+    /// The definition under the exposed name.
+    pub tool: Tool,
+    /// Where it comes from.
+    pub origin: Origin,
+}
+
+/// A prompt as offered.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PromptEntry {
+    /// The definition under the exposed name.
+    pub prompt: Prompt,
+    /// Where it comes from.
+    pub origin: Origin,
+}
+
+/// A resource as offered.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ResourceEntry {
+    /// The definition under the exposed URI.
+    pub resource: Resource,
+    /// Where it comes from (`name` is the upstream's URI).
+    pub origin: Origin,
+}
+
+/// A resource template as offered.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct TemplateEntry {
+    /// The definition under the exposed template.
+    pub template: ResourceTemplate,
+    /// Where it comes from (`name` is the upstream's template).
+    pub origin: Origin,
+}
+
+/// Two items that would be offered under one name; the first keeps it, the second is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Conflict {
+    /// The exposed name both want.
+    pub exposed: String,
+    /// The one offered.
+    pub kept: Origin,
+    /// The one left out.
+    pub dropped: Origin,
+}
+
+impl std::fmt::Display for Conflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` of server `{}` and `{}` of server `{}` are both offered as `{}`; the second is left out (rename one with `[servers.{}] rename`)",
+            self.kept.name, self.kept.server, self.dropped.name, self.dropped.server, self.exposed, self.dropped.server
+        )
+    }
+}
+
+/// The joined view.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Registry {
+    /// Tools by exposed name.
+    pub tools: BTreeMap<String, ToolEntry>,
+    /// Prompts by exposed name.
+    pub prompts: BTreeMap<String, PromptEntry>,
+    /// Resources by exposed URI.
+    pub resources: BTreeMap<String, ResourceEntry>,
+    /// Templates by exposed template.
+    pub templates: BTreeMap<String, TemplateEntry>,
+    /// Names that clashed.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Which upstream tool names a server offers, and under which name.
+#[derive(Debug)]
+pub struct Filter {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+}
+
+impl Filter {
+    /// The filter of a server's `include` and `exclude` (invalid globs were refused by config
+    /// validation; one that slips through matches nothing).
+    pub fn new(include: &[String], exclude: &[String]) -> Self {
+        let set = |globs: &[String]| {
+            if globs.is_empty() {
+                return None;
+            }
+            let mut b = GlobSetBuilder::new();
+            for g in globs {
+                if let Ok(g) = Glob::new(g) {
+                    b.add(g);
+                }
+            }
+            b.build().ok()
+        };
+        Filter { include: set(include), exclude: set(exclude) }
+    }
+
+    /// Whether the tool `name` is offered.
+    pub fn allows(&self, name: &str) -> bool {
+        self.include.as_ref().is_none_or(|s| s.is_match(name))
+            && !self.exclude.as_ref().is_some_and(|s| s.is_match(name))
+    }
+}
+
+fn upstream_meta(meta: &mut Option<portico::schema::Meta>, server: &str, key: &str, value: &str) {
+    meta.get_or_insert_with(Default::default).insert(UPSTREAM_META.to_owned(), json!({ "server": server, key: value }));
+}
+
+impl Registry {
+    /// Joins `upstreams` (each server's config and what it lists), in the order given (the
+    /// config's, by name): on a clash the earlier server keeps the name.
+    pub fn build<'a>(
+        upstreams: impl IntoIterator<Item = (&'a ServerConfig, &'a Catalog)>,
+        separator: &str,
+    ) -> Registry {
+        let mut reg = Registry::default();
+        let upstreams: Vec<_> = upstreams.into_iter().collect();
+        let mut uri_owners: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut template_owners: BTreeMap<&str, usize> = BTreeMap::new();
+        for (_, catalog) in &upstreams {
+            for r in &catalog.resources {
+                *uri_owners.entry(r.uri.as_str()).or_default() += 1;
+            }
+            for t in &catalog.templates {
+                *template_owners.entry(t.uri_template.as_str()).or_default() += 1;
+            }
+        }
+        for (config, catalog) in &upstreams {
+            let server = config.name.as_str();
+            let filter = Filter::new(&config.include, &config.exclude);
+            for tool in &catalog.tools {
+                if !filter.allows(&tool.name) {
+                    continue;
+                }
+                let local = config.rename.get(&tool.name).map_or(tool.name.as_str(), String::as_str);
+                let exposed = exposed_name(&config.prefix, separator, local);
+                let origin = Origin { server: server.to_owned(), name: tool.name.clone() };
+                if let Some(kept) = reg.tools.get(&exposed) {
+                    reg.conflicts.push(Conflict { exposed, kept: kept.origin.clone(), dropped: origin });
+                    continue;
+                }
+                let mut tool = tool.clone();
+                upstream_meta(&mut tool.meta, server, "name", &tool.name);
+                tool.name.clone_from(&exposed);
+                reg.tools.insert(exposed, ToolEntry { tool, origin });
+            }
+            for prompt in &catalog.prompts {
+                let exposed = exposed_name(&config.prefix, separator, &prompt.name);
+                let origin = Origin { server: server.to_owned(), name: prompt.name.clone() };
+                if let Some(kept) = reg.prompts.get(&exposed) {
+                    reg.conflicts.push(Conflict { exposed, kept: kept.origin.clone(), dropped: origin });
+                    continue;
+                }
+                let mut prompt = prompt.clone();
+                upstream_meta(&mut prompt.meta, server, "name", &prompt.name);
+                prompt.name.clone_from(&exposed);
+                reg.prompts.insert(exposed, PromptEntry { prompt, origin });
+            }
+            for resource in &catalog.resources {
+                let exposed = if uri_owners.get(resource.uri.as_str()).copied().unwrap_or(0) > 1 {
+                    scoped_uri(server, &resource.uri)
+                } else {
+                    resource.uri.clone()
+                };
+                let origin = Origin { server: server.to_owned(), name: resource.uri.clone() };
+                if let Some(kept) = reg.resources.get(&exposed) {
+                    reg.conflicts.push(Conflict { exposed, kept: kept.origin.clone(), dropped: origin });
+                    continue;
+                }
+                let mut resource = resource.clone();
+                upstream_meta(&mut resource.meta, server, "uri", &resource.uri);
+                resource.uri.clone_from(&exposed);
+                reg.resources.insert(exposed, ResourceEntry { resource, origin });
+            }
+            for template in &catalog.templates {
+                let exposed = if template_owners.get(template.uri_template.as_str()).copied().unwrap_or(0) > 1 {
+                    scoped_uri(server, &template.uri_template)
+                } else {
+                    template.uri_template.clone()
+                };
+                let origin = Origin { server: server.to_owned(), name: template.uri_template.clone() };
+                if let Some(kept) = reg.templates.get(&exposed) {
+                    reg.conflicts.push(Conflict { exposed, kept: kept.origin.clone(), dropped: origin });
+                    continue;
+                }
+                let mut template = template.clone();
+                upstream_meta(&mut template.meta, server, "uriTemplate", &template.uri_template);
+                template.uri_template.clone_from(&exposed);
+                reg.templates.insert(exposed, TemplateEntry { template, origin });
+            }
+        }
+        reg
+    }
+
+    /// The upstream server and URI of an exposed resource URI: a listed resource, a scoped URI
+    /// (`portico:<server>/<uri>`), or `None` (then the caller tries the templates).
+    pub fn resolve_uri(&self, uri: &str) -> Option<Origin> {
+        if let Some(entry) = self.resources.get(uri) {
+            return Some(entry.origin.clone());
+        }
+        let (server, rest) = uri.strip_prefix(SCOPE)?.split_once('/')?;
+        Some(Origin { server: server.to_owned(), name: rest.to_owned() })
+    }
+
+    /// The servers whose templates could produce `uri` (scoped ones resolved by
+    /// [`resolve_uri`](Self::resolve_uri)), in order.
+    pub fn template_servers(&self) -> Vec<String> {
+        let mut servers: Vec<String> = self.templates.values().map(|t| t.origin.server.clone()).collect();
+        servers.dedup();
+        servers
+    }
+}
+
+const SCOPE: &str = "portico:";
+
+/// `portico:<server>/<uri>`: a URI offered by several servers, made unique and reversible.
+pub fn scoped_uri(server: &str, uri: &str) -> String {
+    format!("{SCOPE}{server}/{uri}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{self, raw::RawConfig};
+
+    fn configs(toml: &str) -> config::Config {
+        let (raw, _) = config::parse_toml(toml).expect("toml");
+        let raw: RawConfig = raw;
+        config::validate(raw, std::path::Path::new("."), &config::expand::Environment).expect("valid")
+    }
+
+    fn tool(name: &str) -> Tool {
+        Tool::without_arguments(name)
+    }
+
+    fn catalog(tools: &[&str]) -> Catalog {
+        Catalog { tools: tools.iter().map(|t| tool(t)).collect(), ..Catalog::default() }
+    }
+
+    #[test]
+    fn names_are_prefixed_and_stable_when_a_server_is_added() {
+        let one = configs("[servers.files]\ncommand = \"x\"\n");
+        let c = catalog(&["read", "write"]);
+        let reg = Registry::build(one.servers.values().map(|s| (s, &c)), "__");
+        let before: Vec<_> = reg.tools.keys().cloned().collect();
+        assert_eq!(before, ["files__read", "files__write"]);
+        let two = configs("[servers.files]\ncommand = \"x\"\n[servers.git]\ncommand = \"y\"\n");
+        let reg = Registry::build(two.servers.values().map(|s| (s, &c)), "__");
+        for name in &before {
+            assert!(reg.tools.contains_key(name), "{name} changed when a server was added");
+        }
+        assert_eq!(reg.tools["git__read"].origin, Origin { server: "git".into(), name: "read".into() });
+        let meta = reg.tools["git__read"].tool.meta.as_ref().expect("meta");
+        assert_eq!(meta[UPSTREAM_META], json!({"server": "git", "name": "read"}));
+    }
+
+    #[test]
+    fn include_exclude_rename_and_empty_prefix() {
+        let cfg = configs(
+            "[servers.db]\ncommand = \"x\"\nprefix = \"\"\ninclude = [\"query*\", \"schema\"]\nexclude = [\"query_unsafe\"]\nrename = { schema = \"describe\" }\n",
+        );
+        let c = catalog(&["query", "query_unsafe", "schema", "drop"]);
+        let reg = Registry::build(cfg.servers.values().map(|s| (s, &c)), "__");
+        assert_eq!(reg.tools.keys().collect::<Vec<_>>(), ["describe", "query"]);
+        assert_eq!(reg.tools["describe"].origin.name, "schema");
+    }
+
+    #[test]
+    fn illegal_names_become_legal_and_clashes_name_both() {
+        let cfg = configs("[servers.a]\ncommand = \"x\"\nrename = { one = \"same\", two = \"same\" }\n");
+        let c = catalog(&["x.y", "x:y", "one", "two"]);
+        let reg = Registry::build(cfg.servers.values().map(|s| (s, &c)), "__");
+        assert!(reg.tools.keys().all(|k| crate::names::is_legal(k)));
+        assert_eq!(reg.tools.len(), 3, "{:?}", reg.tools.keys().collect::<Vec<_>>());
+        assert_eq!(reg.conflicts.len(), 1);
+        let text = reg.conflicts[0].to_string();
+        assert!(text.contains("`one`") && text.contains("`two`") && text.contains("a__same"), "{text}");
+    }
+
+    #[test]
+    fn shared_uris_are_scoped_and_reversible() {
+        let cfg = configs("[servers.a]\ncommand = \"x\"\n[servers.b]\ncommand = \"y\"\n");
+        let res = |uri: &str| Resource::new(uri, "r");
+        let ca = Catalog { resources: vec![res("file:///same"), res("file:///only-a")], ..Catalog::default() };
+        let cb = Catalog { resources: vec![res("file:///same")], ..Catalog::default() };
+        let servers: Vec<_> = cfg.servers.values().collect();
+        let reg = Registry::build([(servers[0], &ca), (servers[1], &cb)], "__");
+        assert!(reg.resources.contains_key("file:///only-a"));
+        assert!(reg.resources.contains_key("portico:a/file:///same"));
+        assert_eq!(
+            reg.resolve_uri("portico:b/file:///same"),
+            Some(Origin { server: "b".into(), name: "file:///same".into() })
+        );
+        assert_eq!(reg.resolve_uri("file:///only-a").map(|o| o.server), Some("a".into()));
+        assert_eq!(reg.resolve_uri("file:///other"), None);
+    }
+}

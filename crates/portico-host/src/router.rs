@@ -1,0 +1,112 @@
+//! The one call path. Every tool call, resource read and prompt get that reaches an upstream
+//! through the host goes through [`crate::Host::call_tool`], [`crate::Host::read_resource`] or
+//! [`crate::Host::get_prompt`], in this order:
+//!
+//! ```text
+//! resolve (registry) → Oversight::before (policy, approval) → upstream → Oversight::after (audit)
+//! ```
+//!
+//! [`Oversight`] is the seam: the default lets everything through and records nothing; policy,
+//! approvals and the activity log plug in there, and nothing can reach an upstream around them.
+
+use futures_util::future::BoxFuture;
+use portico::schema::{CallToolResult, GetPromptResult, ReadResourceResult, Tool};
+use serde_json::Value;
+
+use crate::registry::Origin;
+
+/// Which kind of request a call is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Method {
+    /// `tools/call`.
+    CallTool,
+    /// `resources/read`.
+    ReadResource,
+    /// `prompts/get`.
+    GetPrompt,
+}
+
+impl Method {
+    /// The MCP method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::CallTool => "tools/call",
+            Method::ReadResource => "resources/read",
+            Method::GetPrompt => "prompts/get",
+        }
+    }
+}
+
+/// One call on its way to an upstream.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Call<'a> {
+    /// What kind.
+    pub method: Method,
+    /// The name (or URI) the caller used.
+    pub exposed: &'a str,
+    /// Where it goes.
+    pub origin: &'a Origin,
+    /// The tool's definition as the upstream listed it, for a tool call.
+    pub tool: Option<&'a Tool>,
+    /// The arguments (tool calls and prompts; `Null` for reads).
+    pub arguments: &'a Value,
+    /// Who is calling: the authenticated subject, or `local`.
+    pub principal: &'a str,
+}
+
+/// What happened to a call.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Outcome<'a> {
+    /// Refused before reaching the upstream.
+    Refused(&'a str),
+    /// The upstream answered (a tool's `isError` result included).
+    Answered(Answer<'a>),
+    /// The upstream could not be reached or failed.
+    Failed(&'a str),
+}
+
+/// An upstream's answer, by method.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Answer<'a> {
+    /// A tool's result (`is_error` may be set).
+    Tool(&'a CallToolResult),
+    /// A resource's contents.
+    Resource(&'a ReadResourceResult),
+    /// A prompt's messages.
+    Prompt(&'a GetPromptResult),
+}
+
+/// Whether a call may go on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verdict {
+    /// Go on.
+    Allow,
+    /// Stop, with the reason the caller is given.
+    Deny(String),
+}
+
+/// The hooks every call passes: before it reaches the upstream and after it ends.
+pub trait Oversight: Send + Sync + 'static {
+    /// Decides whether `call` goes on (policy; may wait for a person's approval).
+    fn before<'a>(&'a self, call: &'a Call<'a>) -> BoxFuture<'a, Verdict> {
+        let _ = call;
+        Box::pin(async { Verdict::Allow })
+    }
+
+    /// Sees how `call` ended (the activity log).
+    fn after<'a>(&'a self, call: &'a Call<'a>, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
+        let _ = (call, outcome);
+        Box::pin(async {})
+    }
+}
+
+/// Lets everything through and records nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unsupervised;
+
+impl Oversight for Unsupervised {}

@@ -1,0 +1,195 @@
+//! The client side of an upstream connection: what the host answers when the upstream asks
+//! (sampling, elicitation, roots) and what it does when told (list changes, logs).
+//!
+//! An upstream's input request is routed to the downstream client whose call is in flight to
+//! that upstream. When several are (a handshake-era stdio upstream's request carries nothing
+//! that says which call it belongs to), it goes to the one that started **last**: a server asks
+//! for input in the middle of the call that needs it, and the newest call is the most likely
+//! to be waiting on input. With no call in flight, the request is refused with an error that
+//! says so.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use futures_util::future::BoxFuture;
+use portico::client::ClientHandler;
+use portico::schema::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
+    ErrorObject, ListRootsResult, LoggingMessageNotificationParams, Root,
+};
+use portico::server::RequestContext;
+
+use super::{Shared, lock};
+use crate::config::ServerConfig;
+
+/// The downstream calls in flight to one upstream, oldest first.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    next: AtomicU64,
+    calls: Mutex<Vec<(u64, RequestContext)>>,
+}
+
+/// Removes its call from [`InFlight`] when dropped.
+pub(crate) struct Entered<'a> {
+    set: &'a InFlight,
+    id: u64,
+}
+
+impl InFlight {
+    pub(crate) fn enter(&self, cx: RequestContext) -> Entered<'_> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.calls).push((id, cx));
+        Entered { set: self, id }
+    }
+
+    fn latest(&self) -> Option<RequestContext> {
+        lock(&self.calls).last().map(|(_, cx)| cx.clone())
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        lock(&self.set.calls).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// What the host declares to an upstream: it can relay sampling and elicitation to its own
+/// clients, and it always answers `roots/list`.
+pub(crate) fn capabilities(_config: &ServerConfig) -> ClientCapabilities {
+    ClientCapabilities::new().with_roots(true).with_sampling(false).with_elicitation(true, false)
+}
+
+pub(crate) struct UpstreamHandler {
+    shared: Weak<Shared>,
+}
+
+impl UpstreamHandler {
+    pub(crate) fn new(shared: Weak<Shared>) -> Self {
+        UpstreamHandler { shared }
+    }
+
+    fn caller(&self, method: &str) -> Result<(Arc<Shared>, RequestContext), ErrorObject> {
+        let shared =
+            self.shared.upgrade().ok_or_else(|| ErrorObject::internal_error("the gateway is shutting down"))?;
+        let cx = shared.calls.latest().ok_or_else(|| {
+            ErrorObject::new(
+                ErrorCode::INVALID_REQUEST,
+                format!("{method}: no call through the gateway is in progress, so there is nobody to ask"),
+            )
+        })?;
+        Ok((shared, cx))
+    }
+}
+
+fn relay_error(e: &portico::Error) -> ErrorObject {
+    e.peer_error().cloned().unwrap_or_else(|| ErrorObject::internal_error(format!("the gateway's client: {e}")))
+}
+
+impl ClientHandler for UpstreamHandler {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+        Box::pin(async move {
+            let (_shared, cx) = self.caller("sampling/createMessage")?;
+            if !cx.client_capabilities().supports_sampling() {
+                return Err(ErrorObject::method_not_found("sampling/createMessage"));
+            }
+            cx.create_message(params).await.map_err(|e| relay_error(&e))
+        })
+    }
+
+    fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        Box::pin(async move {
+            let (_shared, cx) = self.caller("elicitation/create")?;
+            cx.elicit(params).await.map_err(|e| relay_error(&e))
+        })
+    }
+
+    fn list_roots(&self) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
+        Box::pin(async move {
+            let Some(shared) = self.shared.upgrade() else {
+                return Ok(ListRootsResult::new(Vec::new()));
+            };
+            let configured = &shared.config.roots;
+            let downstream = match shared.calls.latest() {
+                Some(cx) if cx.client_capabilities().supports_roots() => cx.list_roots().await.ok().map(|r| r.roots),
+                _ => None,
+            };
+            Ok(ListRootsResult::new(intersect_roots(configured, downstream)))
+        })
+    }
+
+    fn on_log(&self, params: LoggingMessageNotificationParams) {
+        if let Some(shared) = self.shared.upgrade() {
+            tracing::info!(target: "portico::upstream", server = %shared.config.name, level = ?params.level, "{}", params.data);
+        }
+    }
+
+    fn on_tools_list_changed(&self) {
+        self.changed();
+    }
+
+    fn on_prompts_list_changed(&self) {
+        self.changed();
+    }
+
+    fn on_resources_list_changed(&self) {
+        self.changed();
+    }
+}
+
+impl UpstreamHandler {
+    fn changed(&self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.refresh.notify_one();
+        }
+    }
+}
+
+/// The roots an upstream may see: the configured ones when there is no downstream list; the
+/// downstream's when nothing is configured; otherwise the downstream roots that lie inside a
+/// configured one (or the configured ones inside a downstream one), so an upstream never sees
+/// more than the config allows.
+pub fn intersect_roots(configured: &[String], downstream: Option<Vec<Root>>) -> Vec<Root> {
+    let inside = |child: &str, parent: &str| {
+        let parent = parent.trim_end_matches('/');
+        child == parent || child.strip_prefix(parent).is_some_and(|rest| rest.starts_with('/'))
+    };
+    match downstream {
+        None => configured.iter().map(|u| Root::new(u.clone())).collect(),
+        Some(down) if configured.is_empty() => down,
+        Some(down) => {
+            let mut out: Vec<Root> =
+                down.iter().filter(|d| configured.iter().any(|c| inside(&d.uri, c))).cloned().collect();
+            for c in configured {
+                // A configured root inside a downstream root is allowed by both.
+                if down.iter().any(|d| inside(c, &d.uri)) && !out.iter().any(|r| r.uri == *c) {
+                    out.push(Root::new(c.clone()));
+                }
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uris(roots: &[Root]) -> Vec<&str> {
+        roots.iter().map(|r| r.uri.as_str()).collect()
+    }
+
+    #[test]
+    fn roots_never_exceed_the_config() {
+        let configured = vec!["file:///work".to_owned()];
+        assert_eq!(uris(&intersect_roots(&configured, None)), ["file:///work"]);
+        let down = vec![Root::new("file:///work/a"), Root::new("file:///home"), Root::new("file:///workshop")];
+        assert_eq!(uris(&intersect_roots(&configured, Some(down))), ["file:///work/a"]);
+        let down = vec![Root::new("file:///x")];
+        assert_eq!(uris(&intersect_roots(&[], Some(down))), ["file:///x"]);
+        let down = vec![Root::new("file:///")];
+        assert_eq!(uris(&intersect_roots(&configured, Some(down))), ["file:///work"]);
+    }
+}

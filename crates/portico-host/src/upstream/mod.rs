@@ -1,0 +1,697 @@
+//! Upstreams: one supervised connection to each configured MCP server.
+//!
+//! An [`Upstream`] owns a supervisor task that starts the server (a child process, or an HTTP
+//! connection), fetches what it offers, pings it, and starts it again with exponential backoff
+//! and jitter when it is lost. Calls go through [`Upstream::call_tool`] and its siblings, which
+//! apply the server's limits (concurrent calls, timeout reset by progress, result size) and turn
+//! every failure into an error that names the server.
+
+mod handler;
+mod spawn;
+pub mod status;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use portico::client::{CallOptions, Client};
+use portico::schema::SubscriptionFilter;
+use portico::schema::{CallToolResult, GetPromptResult, Implementation, ReadResourceResult};
+use portico::server::RequestContext;
+use portico::transport::http::client::HttpClientTransport;
+use rand::Rng;
+use tokio::sync::{Notify, Semaphore, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{ServerConfig, ServerKind};
+use crate::registry::Catalog;
+use status::Tail;
+pub use status::{State, UpstreamStatus};
+
+/// How long an upstream must stay ready before its count of failures in a row starts again.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// Why a call to an upstream did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UpstreamError {
+    /// The server is not connected (starting, restarting, failed or stopped).
+    #[error("server `{server}` is {state}{}", reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default())]
+    Unavailable {
+        /// The server.
+        server: String,
+        /// Its state.
+        state: &'static str,
+        /// Its last error.
+        reason: Option<String>,
+    },
+    /// The server went away during the call.
+    #[error("server `{server}` stopped during the call: {reason}")]
+    Lost {
+        /// The server.
+        server: String,
+        /// What happened.
+        reason: String,
+    },
+    /// No answer (and no progress) within the server's timeout.
+    #[error("server `{server}` did not answer within {seconds} s")]
+    Timeout {
+        /// The server.
+        server: String,
+        /// The timeout.
+        seconds: u64,
+    },
+    /// The result was larger than `max_result_bytes`.
+    #[error("server `{server}` returned {size} bytes, more than its limit of {limit}")]
+    TooLarge {
+        /// The server.
+        server: String,
+        /// The result's size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}` answered with an error: {message} ({code})")]
+    Refused {
+        /// The server.
+        server: String,
+        /// The JSON-RPC error code.
+        code: i32,
+        /// Its message.
+        message: String,
+    },
+    /// The downstream call was cancelled.
+    #[error("the call to server `{server}` was cancelled")]
+    Cancelled {
+        /// The server.
+        server: String,
+    },
+}
+
+/// A connected client and the process behind it.
+struct Live {
+    client: Arc<Client>,
+    child: Option<portico::transport::child::ChildHandle>,
+}
+
+struct Shared {
+    config: ServerConfig,
+    info: Implementation,
+    ping: Option<Duration>,
+    status: Mutex<UpstreamStatus>,
+    tail: Arc<Mutex<Tail>>,
+    client: watch::Sender<Option<Arc<Client>>>,
+    catalog: watch::Sender<Arc<Catalog>>,
+    /// Wakes the supervisor: a lazy first use, a restart asked for, or a `list_changed`.
+    wake: Notify,
+    refresh: Notify,
+    restart: Notify,
+    stop: CancellationToken,
+    limit: Semaphore,
+    restarts: AtomicU64,
+    calls: handler::InFlight,
+    /// Bumped when the catalog changes, for the host's registry.
+    changes: watch::Sender<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One upstream server under supervision. Cheap to clone.
+#[derive(Clone)]
+pub struct Upstream {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream").field("name", &self.shared.config.name).finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// Starts supervising `config` (a lazy or disabled server is not started yet). `changes` is
+    /// bumped whenever the server's catalog changes. `info` is how the host introduces itself;
+    /// `ping` is how often a ready server is pinged.
+    pub fn start(
+        config: ServerConfig,
+        info: Implementation,
+        ping: Option<Duration>,
+        changes: watch::Sender<u64>,
+    ) -> Upstream {
+        let kind = match config.kind {
+            ServerKind::Stdio { .. } => "stdio",
+            ServerKind::Http { .. } => "http",
+        };
+        let state = if !config.enabled {
+            State::Stopped
+        } else if config.lazy {
+            State::Idle
+        } else {
+            State::Starting
+        };
+        let status = UpstreamStatus {
+            name: config.name.clone(),
+            kind,
+            state,
+            protocol_version: None,
+            server: None,
+            tools: 0,
+            restarts: 0,
+            last_error: None,
+            pid: None,
+            ready_since: None,
+            stderr_tail: Vec::new(),
+        };
+        let shared = Arc::new(Shared {
+            limit: Semaphore::new(config.max_concurrent),
+            info,
+            ping,
+            status: Mutex::new(status),
+            tail: Arc::default(),
+            client: watch::channel(None).0,
+            catalog: watch::channel(Arc::default()).0,
+            wake: Notify::new(),
+            refresh: Notify::new(),
+            restart: Notify::new(),
+            stop: CancellationToken::new(),
+            restarts: AtomicU64::new(0),
+            calls: handler::InFlight::default(),
+            changes,
+            config,
+        });
+        if shared.config.enabled {
+            tokio::spawn(supervise(shared.clone()));
+        }
+        Upstream { shared }
+    }
+
+    /// Its config.
+    pub fn config(&self) -> &ServerConfig {
+        &self.shared.config
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.shared.config.name
+    }
+
+    /// What it offers, as last listed (empty until it first connects).
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog.borrow().clone()
+    }
+
+    /// Offers `catalog` until the server has connected and listed for itself: a lazy server's
+    /// list from its last run, so it can be offered before its first use starts it.
+    pub fn seed_catalog(&self, catalog: Catalog) {
+        if self.shared.client.borrow().is_none() {
+            publish_catalog(&self.shared, catalog);
+        }
+    }
+
+    /// A snapshot of its status.
+    pub fn status(&self) -> UpstreamStatus {
+        let mut s = lock(&self.shared.status).clone();
+        s.restarts = self.shared.restarts.load(Ordering::Relaxed);
+        s.stderr_tail = lock(&self.shared.tail).lines();
+        s
+    }
+
+    /// Waits until it is ready, failed or stopped, or `within` passes; starts a lazy one.
+    /// Returns the state it ended in.
+    pub async fn wait_settled(&self, within: Duration) -> State {
+        self.shared.wake.notify_one();
+        let deadline = Instant::now() + within;
+        let mut client = self.shared.client.subscribe();
+        loop {
+            let state = lock(&self.shared.status).state;
+            if matches!(state, State::Ready | State::Degraded | State::Failed | State::Stopped) {
+                return state;
+            }
+            let left = deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(50));
+            if left.is_zero() {
+                return state;
+            }
+            let _ = tokio::time::timeout(left, client.changed()).await;
+        }
+    }
+
+    /// Asks for a restart now (the backoff and the failure count start again).
+    pub fn restart(&self) {
+        self.shared.restart.notify_one();
+        self.shared.wake.notify_one();
+    }
+
+    /// Stops it: the connection is closed and a child process is ended (stdin closed, then
+    /// SIGTERM, then SIGKILL, to its whole process group). Calls in flight fail, naming it.
+    pub fn stop(&self) {
+        self.shared.stop.cancel();
+    }
+
+    /// Waits until a stopped upstream's child has exited (bounded by the shutdown steps).
+    pub async fn stopped(&self) {
+        let mut rx = self.shared.client.subscribe();
+        while !(self.shared.stop.is_cancelled()
+            && rx.borrow().is_none()
+            && lock(&self.shared.status).state == State::Stopped)
+        {
+            if tokio::time::timeout(Duration::from_millis(50), rx.changed()).await.is_ok_and(|r| r.is_err()) {
+                return;
+            }
+        }
+    }
+
+    /// The connected client, starting a lazy server and waiting for one that is starting.
+    async fn client(&self) -> Result<Arc<Client>, UpstreamError> {
+        if let Some(c) = self.shared.client.borrow().clone() {
+            return Ok(c);
+        }
+        let state = lock(&self.shared.status).state;
+        if matches!(state, State::Idle | State::Starting) {
+            self.wait_settled(self.shared.config.startup_timeout).await;
+            if let Some(c) = self.shared.client.borrow().clone() {
+                return Ok(c);
+            }
+        }
+        let s = lock(&self.shared.status);
+        Err(UpstreamError::Unavailable {
+            server: self.shared.config.name.clone(),
+            state: s.state.as_str(),
+            reason: s.last_error.clone(),
+        })
+    }
+
+    fn lost(&self, e: &portico::Error) -> UpstreamError {
+        let server = self.shared.config.name.clone();
+        if e.is_timeout() {
+            return UpstreamError::Timeout { server, seconds: self.shared.config.timeout.as_secs() };
+        }
+        if e.is_cancelled() {
+            return UpstreamError::Cancelled { server };
+        }
+        if let Some(wire) = e.peer_error() {
+            return UpstreamError::Refused { server, code: wire.code.0, message: wire.message.clone() };
+        }
+        UpstreamError::Lost { server, reason: e.to_string() }
+    }
+
+    /// Calls the upstream's tool `name` (its own name, not the exposed one). Progress goes to
+    /// `cx`'s caller, a downstream cancellation cancels the upstream call, and input requests
+    /// the upstream makes during the call go to `cx`'s client.
+    ///
+    /// # Errors
+    /// Any [`UpstreamError`]; a tool that reports failure is a result with `isError`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        cx: Option<&RequestContext>,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let client = self.client().await?;
+        let _permit = self.acquire().await?;
+        let _call = cx.map(|cx| self.shared.calls.enter(cx.clone()));
+        let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
+        let forward = cx.map(|cx| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<portico::schema::ProgressNotificationParams>();
+            let to = cx.clone();
+            let task = tokio::spawn(async move {
+                while let Some(p) = rx.recv().await {
+                    let _ = to.progress(p.progress, p.total, p.message.as_deref()).await;
+                }
+            });
+            options = std::mem::take(&mut options).with_cancel(cx.cancellation().clone()).with_progress(move |p| {
+                let _ = tx.send(p);
+            });
+            task
+        });
+        let result = client.call_tool_with(name, arguments, options).await;
+        if let Some(task) = forward {
+            // Progress sent before the result is passed on first; the sender went with the call.
+            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
+        }
+        let result = result.map_err(|e| self.lost(&e))?;
+        self.check_size(&result)?;
+        Ok(result)
+    }
+
+    /// Reads the upstream resource `uri`.
+    ///
+    /// # Errors
+    /// Any [`UpstreamError`].
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, UpstreamError> {
+        let client = self.client().await?;
+        let _permit = self.acquire().await?;
+        let result = tokio::time::timeout(self.shared.config.timeout, client.read_resource(uri))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.lost(&e))?;
+        self.check_size(&result)?;
+        Ok(result)
+    }
+
+    /// Gets the upstream prompt `name` with `arguments`.
+    ///
+    /// # Errors
+    /// Any [`UpstreamError`].
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: std::collections::BTreeMap<String, String>,
+    ) -> Result<GetPromptResult, UpstreamError> {
+        let client = self.client().await?;
+        let _permit = self.acquire().await?;
+        let result = tokio::time::timeout(self.shared.config.timeout, client.get_prompt(name, arguments))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.lost(&e))?;
+        self.check_size(&result)?;
+        Ok(result)
+    }
+
+    fn timeout(&self) -> UpstreamError {
+        UpstreamError::Timeout {
+            server: self.shared.config.name.clone(),
+            seconds: self.shared.config.timeout.as_secs(),
+        }
+    }
+
+    async fn acquire(&self) -> Result<tokio::sync::SemaphorePermit<'_>, UpstreamError> {
+        match tokio::time::timeout(self.shared.config.timeout, self.shared.limit.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_closed)) => Err(UpstreamError::Unavailable {
+                server: self.shared.config.name.clone(),
+                state: "stopped",
+                reason: None,
+            }),
+            Err(_) => Err(self.timeout()),
+        }
+    }
+
+    fn check_size(&self, result: &impl serde::Serialize) -> Result<(), UpstreamError> {
+        let limit = self.shared.config.max_result_bytes;
+        let mut counter = Counter(0);
+        // Counting bytes as they are serialized: no buffer is built.
+        let _ = serde_json::to_writer(&mut counter, result);
+        if counter.0 > limit {
+            return Err(UpstreamError::TooLarge { server: self.shared.config.name.clone(), size: counter.0, limit });
+        }
+        Ok(())
+    }
+}
+
+/// Counts what is written to it.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn set_state(shared: &Shared, state: State, error: Option<String>) {
+    let mut s = lock(&shared.status);
+    s.state = state;
+    if error.is_some() {
+        s.last_error = error;
+    }
+    if state == State::Ready {
+        s.ready_since = Some(SystemTime::now());
+    }
+    drop(s);
+    // Wake anything waiting for a state change (`wait_settled` listens on the client channel).
+    shared.client.send_modify(|_| {});
+}
+
+/// The supervisor: start, watch, restart with backoff, until stopped.
+async fn supervise(shared: Arc<Shared>) {
+    let config = &shared.config;
+    if config.lazy {
+        tokio::select! {
+            () = shared.wake.notified() => {}
+            () = shared.stop.cancelled() => {
+                set_state(&shared, State::Stopped, None);
+                return;
+            }
+        }
+        set_state(&shared, State::Starting, None);
+    }
+    let mut failures: u32 = 0;
+    loop {
+        let started = Instant::now();
+        let error = match connect(&shared).await {
+            Err(e) => e,
+            Ok(live) => {
+                let reason = run(&shared, live).await;
+                if shared.stop.is_cancelled() {
+                    break;
+                }
+                if started.elapsed() > STABLE_AFTER {
+                    failures = 0;
+                }
+                reason
+            }
+        };
+        if shared.stop.is_cancelled() {
+            break;
+        }
+        failures += 1;
+        tracing::warn!(target: "portico::upstream", server = %config.name, "{error}");
+        if config.restart.max_restarts > 0 && failures > config.restart.max_restarts {
+            set_state(&shared, State::Failed, Some(format!("{error} (gave up after {failures} failures in a row)")));
+            tokio::select! {
+                () = shared.restart.notified() => failures = 0,
+                () = shared.stop.cancelled() => break,
+            }
+        } else {
+            set_state(&shared, State::Restarting, Some(error));
+            let wait = backoff(config.restart.initial_backoff, config.restart.max_backoff, failures);
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = shared.restart.notified() => failures = 0,
+                () = shared.stop.cancelled() => break,
+            }
+        }
+        shared.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+    set_state(&shared, State::Stopped, None);
+}
+
+/// `initial × 2^(failures-1)`, capped at `max`, times a random factor in [0.5, 1.5).
+pub fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
+    let exp = initial.saturating_mul(1u32 << failures.saturating_sub(1).min(20));
+    exp.min(max).mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
+/// Starts the server and connects; fetches its catalog.
+async fn connect(shared: &Arc<Shared>) -> Result<Live, String> {
+    let config = &shared.config;
+    let deadline = tokio::time::Instant::now() + config.startup_timeout;
+    let handler = handler::UpstreamHandler::new(Arc::downgrade(shared));
+    let builder = Client::builder(shared.info.clone())
+        .handler(handler)
+        .capabilities(handler::capabilities(config))
+        .request_timeout(config.timeout)
+        .probe_timeout(config.startup_timeout.min(Duration::from_secs(10)));
+    let mut child = None;
+    let connected = match &config.kind {
+        ServerKind::Stdio { command, args, env, cwd } => {
+            let tail = shared.tail.clone();
+            let what = spawn::Spawn {
+                command,
+                args,
+                env,
+                cwd: cwd.as_ref(),
+                max_message_size: config.max_result_bytes + 64 * 1024,
+            };
+            let (transport, handle) = spawn::spawn(&what, move |line| lock(&tail).push(line))
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            lock(&shared.status).pid = Some(handle.pid());
+            child = Some(handle);
+            bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("handshake failed: {e}"))
+        }
+        ServerKind::Http { url, headers, .. } => {
+            let mut transport =
+                HttpClientTransport::new(url.clone()).max_message_size(config.max_result_bytes + 64 * 1024);
+            for (k, v) in headers {
+                transport = transport.header(k.as_str(), v.expose());
+            }
+            bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("cannot connect: {e}"))
+        }
+    };
+    let client = match connected {
+        Ok(client) => Arc::new(client),
+        Err(e) => return Err(abandon(shared, None, child, e).await),
+    };
+    match bounded(shared, deadline, fetch_catalog(&client)).await {
+        Ok(catalog) => {
+            publish_catalog(shared, catalog);
+            Ok(Live { client, child })
+        }
+        Err(e) => Err(abandon(shared, Some(client), child, format!("listing failed: {e}")).await),
+    }
+}
+
+/// Runs a step of starting up until it ends, the startup deadline passes, or the upstream is
+/// stopped. The step is never dropped half-way with its process left running: the caller
+/// stops the child (`abandon`), which ends whatever the step left behind.
+async fn bounded<T>(
+    shared: &Shared,
+    deadline: tokio::time::Instant,
+    step: impl std::future::Future<Output = Result<T, portico::Error>>,
+) -> Result<T, String> {
+    tokio::select! {
+        r = tokio::time::timeout_at(deadline, step) => match r {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("did not start within {} s", shared.config.startup_timeout.as_secs_f64())),
+        },
+        () = shared.stop.cancelled() => Err("stopped while starting".to_owned()),
+    }
+}
+
+/// Ends a start that failed: closes the client, stops the child and says how it exited.
+async fn abandon(
+    shared: &Shared,
+    client: Option<Arc<Client>>,
+    child: Option<portico::transport::child::ChildHandle>,
+    error: String,
+) -> String {
+    if let Some(client) = client {
+        let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
+    }
+    lock(&shared.status).pid = None;
+    match child {
+        Some(child) => match child.shutdown().await {
+            Ok(status) if !status.success() => format!("{error} (the process exited: {status})"),
+            _ => error,
+        },
+        None => error,
+    }
+}
+
+/// Lists everything the server offers (every page), skipping what it does not declare.
+async fn fetch_catalog(client: &Client) -> Result<Catalog, portico::Error> {
+    let caps = client.server_capabilities().clone();
+    let mut catalog = Catalog::default();
+    if caps.tools.is_some() {
+        catalog.tools = client.list_all_tools().await?;
+    }
+    if caps.prompts.is_some() {
+        catalog.prompts = client.list_all_prompts().await?;
+    }
+    if caps.resources.is_some() {
+        catalog.resources = client.list_all_resources().await?;
+        catalog.templates = client.list_all_resource_templates().await?;
+    }
+    Ok(catalog)
+}
+
+fn publish_catalog(shared: &Shared, catalog: Catalog) {
+    lock(&shared.status).tools = catalog.tools.len();
+    if **shared.catalog.borrow() != catalog {
+        shared.catalog.send_replace(Arc::new(catalog));
+        shared.changes.send_modify(|n| *n += 1);
+    }
+}
+
+/// Serves calls through `live` until it is lost or stopped; returns why it ended.
+async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
+    {
+        let mut s = lock(&shared.status);
+        s.protocol_version = Some(live.client.protocol_version().as_str().to_owned());
+        let info = live.client.server_info();
+        s.server = Some(format!("{} {}", info.name, info.version));
+    }
+    // In the stateless era list changes come only on a subscription stream.
+    let _subscription = if live.client.protocol_version().is_stateless() {
+        let filter = SubscriptionFilter::new()
+            .with_tools_list_changed()
+            .with_prompts_list_changed()
+            .with_resources_list_changed();
+        match live.client.listen(filter).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(target: "portico::upstream", server = %shared.config.name, "no list-change subscription: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    shared.client.send_replace(Some(live.client.clone()));
+    set_state(shared, State::Ready, None);
+    let ping = shared.ping;
+    let mut missed = 0u32;
+    let reason = loop {
+        let child_exit = async {
+            match live.child.as_mut() {
+                Some(child) => {
+                    child.wait().await.map_or_else(|e| e.to_string(), |s| format!("the process exited ({s})"))
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shared.stop.cancelled() => break "stopped".to_owned(),
+            () = shared.restart.notified() => break "restart asked for".to_owned(),
+            () = live.client.closed() => {
+                // Say how the process ended when that is why (it closed its stdout as it died).
+                let exited = match live.child.as_mut() {
+                    Some(child) => tokio::time::timeout(Duration::from_millis(500), child.wait()).await.ok().and_then(Result::ok),
+                    None => None,
+                };
+                break exited.map_or_else(|| "the connection closed".to_owned(), |s| format!("the process exited ({s})"));
+            }
+            reason = child_exit => break reason,
+            () = shared.refresh.notified() => {
+                // A list_changed: fetch again (once more if it fails, e.g. an expired session).
+                let mut result = fetch_catalog(&live.client).await;
+                if result.is_err() {
+                    result = fetch_catalog(&live.client).await;
+                }
+                match result {
+                    Ok(catalog) => publish_catalog(shared, catalog),
+                    Err(e) => tracing::warn!(target: "portico::upstream", server = %shared.config.name, "listing after list_changed failed: {e}"),
+                }
+            }
+            () = sleep_or_never(ping) => {
+                let timeout = shared.config.timeout.min(Duration::from_secs(10));
+                match tokio::time::timeout(timeout, live.client.ping()).await {
+                    Ok(Ok(())) => {
+                        if missed > 0 {
+                            missed = 0;
+                            set_state(shared, State::Ready, None);
+                        }
+                    }
+                    Ok(Err(e)) if e.is_closed() => break "the connection closed".to_owned(),
+                    _ => {
+                        missed += 1;
+                        if missed >= 3 {
+                            break format!("{missed} pings in a row went unanswered");
+                        }
+                        set_state(shared, State::Degraded, Some("a ping went unanswered".to_owned()));
+                    }
+                }
+            }
+        }
+    };
+    shared.client.send_replace(None);
+    live.client.close().await;
+    if let Some(child) = live.child.take() {
+        let _ = child.shutdown().await;
+    }
+    lock(&shared.status).pid = None;
+    reason
+}
+
+async fn sleep_or_never(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,93 @@
+//! Helpers for the host's tests: real upstreams (Portico's examples, built by cargo), configs
+//! in temporary folders, bounded waits, and process accounting from /proc.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use portico_host::config::{self, Config};
+
+/// The path of one of `portico-mcp`'s examples, built once if `cargo test --workspace` has not
+/// built it already.
+pub fn example(name: &str) -> PathBuf {
+    static BUILD: Mutex<()> = Mutex::new(());
+    let exe = std::env::current_exe().expect("test exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
+    let path = profile_dir.join("examples").join(name);
+    let _guard = BUILD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !path.exists() {
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "portico-mcp", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "building example {name} failed");
+    }
+    assert!(path.exists(), "{} missing", path.display());
+    path
+}
+
+/// A validated config from TOML text, with its state under `dir`.
+pub fn config_in(dir: &Path, toml: &str) -> Config {
+    let text =
+        format!("[gateway]\nstate_dir = {:?}\nping_interval = 0\n\n{toml}", dir.join("state").display().to_string());
+    let (raw, warnings) = config::parse_toml(&text).expect("toml");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    config::validate(raw, dir, &config::expand::Environment).expect("valid config")
+}
+
+/// `[servers.NAME]` running the example `everything` over stdio, plus `extra` lines.
+pub fn everything(name: &str, extra: &str) -> String {
+    format!("[servers.{name}]\ncommand = {:?}\n{extra}\n", example("everything").display().to_string())
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, at most `within`.
+pub async fn eventually<T>(within: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether process `pid` exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+/// The children of `pid` (all threads), zombies included.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Open file descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// The text of a tool result's first block.
+pub fn text(result: &portico::schema::CallToolResult) -> String {
+    match result.content.first() {
+        Some(portico::schema::ContentBlock::Text(t)) => t.text.clone(),
+        other => format!("{other:?}"),
+    }
+}
