@@ -108,11 +108,13 @@ fn import(from: Option<&str>, path: Option<PathBuf>, out: Option<&Path>) -> Resu
         let workspace = path.parent().map(Path::to_path_buf);
         let cx = ImportContext { workspace: workspace.as_deref(), home: home.as_deref(), input: &prompt_input };
         let imported = dialect::read(dialect, &text, &cx).map_err(|e| Failure::Usage(e.in_file(&path).to_string()))?;
-        eprintln!("portico: {} ({}): {} servers", path.display(), dialect.name(), imported.servers.len());
-        for note in &imported.notes {
+        let mut notes = imported.notes;
+        let servers = config::legal_server_names(imported.servers, &mut notes);
+        eprintln!("portico: {} ({}): {} servers", path.display(), dialect.name(), servers.len());
+        for note in &notes {
             eprintln!("portico:   {note}");
         }
-        for (name, server) in imported.servers {
+        for (name, server) in servers {
             if merged.servers.contains_key(&name) {
                 eprintln!("portico:   `{name}` is defined again in {}; the first one is kept", path.display());
                 continue;

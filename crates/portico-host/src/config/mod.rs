@@ -210,6 +210,11 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
         .map_err(|e| ConfigError::new(format!("cannot read the config: {e}")).in_file(path))?;
     let dialect = dialect::detect(path, &text).unwrap_or(dialect::Dialect::Portico);
     let base = path.parent().unwrap_or(Path::new("."));
+    // `${workspaceFolder}` of `.vscode/mcp.json` and `.cursor/mcp.json` is the folder above.
+    let workspace = match base.file_name().and_then(|n| n.to_str()) {
+        Some(".vscode" | ".cursor") => base.parent().unwrap_or(base),
+        _ => base,
+    };
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let no_input = |req: &dialect::InputRequest| {
         Err(ConfigError::new(format!(
@@ -220,15 +225,39 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
     let (raw, mut warnings) = if dialect == dialect::Dialect::Portico {
         parse_toml(&text).map_err(|e| e.in_file(path))?
     } else {
-        let cx = dialect::ImportContext { workspace: Some(base), home: home.as_deref(), input: &no_input };
+        let cx = dialect::ImportContext { workspace: Some(workspace), home: home.as_deref(), input: &no_input };
         let imported = dialect::read(dialect, &text, &cx).map_err(|e| e.in_file(path))?;
-        (RawConfig { servers: imported.servers, ..RawConfig::default() }, imported.notes)
+        let mut notes = imported.notes;
+        let servers = legal_server_names(imported.servers, &mut notes);
+        (RawConfig { servers, ..RawConfig::default() }, notes)
     };
     let config = validate(raw, base, &expand::Environment).map_err(|e| locate(e, &text).in_file(path))?;
     for w in &mut warnings {
         *w = format!("{}: {w}", path.display());
     }
     Ok(Loaded { config, warnings, dialect })
+}
+
+/// Other clients allow any server name (`"my server"`); Portico's are `a-z A-Z 0-9 _ -`, so
+/// others become legal (every other character `-`), with a note. A clash keeps the first.
+pub fn legal_server_names(
+    servers: BTreeMap<String, RawServer>,
+    notes: &mut Vec<String>,
+) -> BTreeMap<String, RawServer> {
+    let mut out = BTreeMap::new();
+    for (name, server) in servers {
+        let legal: String = name.chars().map(|c| if legal_name_char(c) { c } else { '-' }).collect();
+        let legal = if legal.is_empty() { "server".to_owned() } else { legal };
+        if legal != name {
+            notes.push(format!("{name}: named `{legal}` here (server names are made of a-z A-Z 0-9 _ -)"));
+        }
+        if out.contains_key(&legal) {
+            notes.push(format!("{name}: left out, `{legal}` is already taken"));
+            continue;
+        }
+        out.insert(legal, server);
+    }
+    out
 }
 
 /// Parses `portico.toml` text; unknown keys come back as warnings.
@@ -238,13 +267,15 @@ pub fn load(path: &Path) -> Result<Loaded, ConfigError> {
 pub fn parse_toml(text: &str) -> Result<(RawConfig, Vec<String>), ConfigError> {
     let mut unknown = Vec::new();
     let de = toml::Deserializer::new(text);
-    let raw: RawConfig = serde_ignored::deserialize(de, |path| unknown.push(path.to_string())).map_err(|e| {
-        let mut err = ConfigError::new(e.message().to_owned());
-        if let Some(span) = e.span() {
-            err = err.at_offset(text, span.start);
+    let raw: RawConfig = match serde_ignored::deserialize(de, |path| unknown.push(path.to_string())) {
+        Ok(raw) => raw,
+        // The dialect reader says which field, with the value (maybe a secret) left out.
+        Err(_) => {
+            return Err(dialect::read(dialect::Dialect::Portico, text, &dialect::ImportContext::default())
+                .err()
+                .unwrap_or_else(|| ConfigError::new("invalid config")));
         }
-        err
-    })?;
+    };
     Ok((raw, unknown.into_iter().map(|k| format!("{k}: unknown key (ignored)")).collect()))
 }
 

@@ -1,0 +1,263 @@
+//! The `portico` binary: verbs, exit codes, config errors, direct `--server`, config import,
+//! `serve` with a real client, and `kill -9` of the gateway leaving no child behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn portico() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_portico"));
+    c.env_remove("PORTICO_CONFIG").env_remove("RUST_LOG");
+    c
+}
+
+/// Portico's `everything` example, built by `cargo test --workspace` (or built here).
+fn everything() -> PathBuf {
+    let exe = std::env::current_exe().expect("exe");
+    let path = exe.parent().and_then(Path::parent).expect("target dir").join("examples/everything");
+    if !path.exists() {
+        let ok = Command::new(env!("CARGO"))
+            .args(["build", "-q", "-p", "portico-mcp", "--example", "everything"])
+            .status()
+            .expect("cargo")
+            .success();
+        assert!(ok, "building the everything example failed");
+    }
+    path
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+fn config(dir: &Path, servers: &str) -> PathBuf {
+    let text = format!("[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n{servers}");
+    write(dir, "portico.toml", &text)
+}
+
+fn ev(name: &str) -> String {
+    format!("[servers.{name}]\ncommand = {:?}\n", everything().display().to_string())
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let Output { status, stdout, stderr } = cmd.output().expect("run portico");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verbs_and_exit_codes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let broken = "[servers.broken]\ncommand = \"false\"\nstartup_timeout = 2\n[servers.broken.restart]\nmax_restarts = 1\ninitial_backoff = 0.01\n";
+    let cfg = config(dir.path(), &format!("{}{broken}", ev("ev")));
+    let c = cfg.to_str().expect("utf-8");
+
+    let (code, out, err) = run(portico().args(["tools", "--config", c]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().next().is_some_and(|l| l.starts_with("TOOL")), "{out}");
+    assert!(out.contains("ev__add") && out.contains("Adds two integers"), "{out}");
+
+    let (code, out, _) = run(portico().args(["tools", "--json", "-c", c]));
+    assert_eq!(code, 0);
+    let tools: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert!(tools.as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "ev__countdown")));
+
+    let (code, out, err) = run(portico().args(["call", "ev__add", "a=2", "b=40", "-c", c]));
+    assert_eq!((code, out.trim()), (0, "{\"sum\":42}"), "{err}");
+    let (code, out, _) = run(portico().args(["call", "ev__add", "-c", c, "--json", r#"{"a": 1, "b": 2}"#]));
+    assert_eq!(code, 0);
+    let result: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(result["structuredContent"], serde_json::json!({"sum": 3}));
+
+    // The upstream refuses the arguments with a tool error, passed on as it is: exit 1.
+    let (code, out, _) = run(portico().args(["call", "ev__add", "a=x", "b=1", "-c", c]));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("invalid arguments for tool add"), "{out}");
+
+    // A server that cannot start: exit 3, naming it.
+    let (code, _, err) = run(portico().args(["call", "broken__anything", "-c", c]));
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("server `broken`"), "{err}");
+
+    let (code, out, err) = run(portico().args(["servers", "-c", c]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l.starts_with("ev ") && l.contains("ready")), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("broken") && (l.contains("failed") || l.contains("restarting"))),
+        "{out}"
+    );
+
+    let (code, out, _) = run(portico().args(["read", "everything://readme", "-c", c]));
+    assert_eq!((code, out.trim()), (0, "# Everything\nA tour of MCP."));
+    let (code, out, _) = run(portico().args(["prompt", "ev__review", "code=x", "-c", c]));
+    assert_eq!(code, 0);
+    assert!(out.contains("Review this code:"), "{out}");
+
+    let (code, _, err) = run(portico().args(["call", "ev__nope", "-c", c]));
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn config_errors_name_file_line_and_field_and_never_a_secret() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = write(dir.path(), "bad.toml", "[servers.a]\ncommand = \"x\"\nargs = \"sk-secret-value\"\n");
+    let (code, _, err) = run(portico().args(["config", "check", "-c", bad.to_str().expect("utf-8")]));
+    assert_eq!(code, 2);
+    assert!(err.contains("bad.toml:3:") && err.contains("servers.a.args"), "{err}");
+    assert!(!err.contains("sk-secret-value"), "{err}");
+
+    let both = write(
+        dir.path(),
+        "both.toml",
+        "[servers.a]\ncommand = \"x\"\n\n[servers.b]\ncommand = \"y\"\nurl = \"http://h\"\n",
+    );
+    let (code, _, err) = run(portico().args(["tools", "-c", both.to_str().expect("utf-8")]));
+    assert_eq!(code, 2);
+    assert!(err.contains("both.toml:4:") && err.contains("servers.b.url"), "{err}");
+
+    let unknown = write(dir.path(), "unknown.toml", "[servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
+    let (code, _, err) = run(portico().args(["config", "check", "-c", unknown.to_str().expect("utf-8")]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("warning") && err.contains("servers.a.comand"), "{err}");
+
+    let (code, _, err) = run(portico().args(["tools"]).current_dir(dir.path()));
+    assert_eq!(code, 2);
+    assert!(err.contains("--config"), "{err}");
+}
+
+#[test]
+fn direct_server_and_import() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let server = everything().display().to_string();
+    let (code, out, err) = run(portico().args(["tools", "--server", &server]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("add ") && !out.contains("__"), "no prefix without a host: {out}");
+    let (code, out, _) = run(portico().args(["call", "add", "a=1", "b=1", "--server", &server]));
+    assert_eq!((code, out.trim()), (0, "{\"sum\":2}"));
+
+    // A Claude Desktop file is used as it is, and imported into portico.toml.
+    let claude = format!(
+        r#"{{"mcpServers": {{"my tools": {{"command": {server:?}, "args": [], "env": {{"TOKEN": "sk-1"}}}}}}}}"#
+    );
+    let path = write(dir.path(), "claude_desktop_config.json", &claude);
+    let (code, out, err) = run(portico().args(["tools", "-c", path.to_str().expect("utf-8")]));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("my-tools__add"), "{out}");
+    let toml = dir.path().join("portico.toml");
+    let (code, _, err) = run(portico().args([
+        "config",
+        "import",
+        path.to_str().expect("utf-8"),
+        "--out",
+        toml.to_str().expect("utf-8"),
+    ]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("claude-desktop") && err.contains("my-tools"), "{err}");
+    let (code, _, err) = run(portico().args(["config", "check", "-c", toml.to_str().expect("utf-8")]));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, _) = run(portico().args([
+        "config",
+        "import",
+        path.to_str().expect("utf-8"),
+        "--out",
+        toml.to_str().expect("utf-8"),
+    ]));
+    assert_eq!(code, 2, "import never overwrites a file");
+}
+
+/// The children of `pid`, from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"))
+}
+
+/// Kills the process when dropped, so a failed test leaves nothing running.
+struct Guard(std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn kill_9_of_the_gateway_leaves_no_child() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // Children that ignore SIGTERM and never read stdin: only the kernel's parent-death signal
+    // can stop them.
+    let stubborn = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(120)";
+    let servers = format!(
+        "[servers.a]\ncommand = \"python3\"\nargs = [\"-c\", {stubborn:?}]\nstartup_timeout = 120\n\n[servers.b]\ncommand = \"python3\"\nargs = [\"-c\", {stubborn:?}]\nstartup_timeout = 120\n"
+    );
+    let cfg = config(dir.path(), &servers);
+    let gateway = portico()
+        .args(["serve", "--startup-wait", "60", "-c", cfg.to_str().expect("utf-8")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn portico");
+    let gateway = Guard(gateway);
+    let pid = gateway.0.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let kids = loop {
+        let kids: Vec<u32> = children(pid).into_iter().filter(|p| alive(*p)).collect();
+        if kids.len() == 2 {
+            break kids;
+        }
+        assert!(Instant::now() < deadline, "upstreams never started: {kids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while kids.iter().any(|k| alive(*k)) {
+        assert!(Instant::now() < deadline, "children outlived the gateway: {kids:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_stdio_to_a_real_client() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &format!("{}{}", ev("one"), ev("two")));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        use portico::client::Client;
+        use portico::schema::Implementation;
+        use portico::transport::child::ChildProcess;
+        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
+            .args(["serve", "-c", cfg.to_str().expect("utf-8")])
+            .spawn()
+            .expect("spawn");
+        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let tools = client.list_all_tools().await.expect("tools");
+        assert!(tools.iter().any(|t| t.name == "one__add") && tools.iter().any(|t| t.name == "two__add"));
+        let r = client.call_tool("two__add", serde_json::json!({"a": 20, "b": 22})).await.expect("call");
+        assert_eq!(r.structured_content, Some(serde_json::json!({"sum": 42})));
+        let pid = child.pid();
+        let upstreams: Vec<u32> = children(pid);
+        assert_eq!(upstreams.len(), 2, "one process per upstream, shared: {upstreams:?}");
+        client.close().await;
+        // The client going away ends `serve`, which stops its upstreams.
+        let status =
+            tokio::time::timeout(Duration::from_secs(15), child.shutdown()).await.expect("exits").expect("status");
+        assert!(status.success(), "{status}");
+        assert!(upstreams.iter().all(|p| !alive(*p)), "upstreams left running");
+    });
+}
