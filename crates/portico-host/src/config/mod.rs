@@ -124,8 +124,12 @@ pub struct ServerConfig {
     pub max_result_bytes: usize,
     /// Roots given to the server.
     pub roots: Vec<String>,
-    /// One process for all clients, or one per client.
+    /// One process (or HTTP session) for all clients, or one per downstream session.
     pub isolate: Isolation,
+    /// With [`Isolation::PerClient`]: the most per-client upstreams at once.
+    pub max_clients: usize,
+    /// With [`Isolation::PerClient`]: how long an unused per-client upstream lives.
+    pub idle_timeout: Duration,
     /// How it is restarted.
     pub restart: RestartPolicy,
 }
@@ -156,14 +160,16 @@ pub enum ServerKind {
     },
 }
 
-/// Whether downstream clients share an upstream process.
+/// Whether downstream clients share an upstream process or HTTP session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Isolation {
     /// One process (or HTTP session) for every client; calls are multiplexed.
     #[default]
     Shared,
-    /// One per downstream client session.
+    /// One per downstream session (a stdio connection, a handshake-era HTTP session), so no
+    /// client sees another's server-side state. The first connection still lists what the
+    /// server offers and serves calls that come from no session (`portico call`).
     PerClient,
 }
 
@@ -435,10 +441,18 @@ fn validate_server(
             );
         }
     }
-    let isolate = match s.isolate.as_deref() {
-        None | Some("shared") => Isolation::Shared,
-        Some("per-client") => Isolation::PerClient,
-        Some(other) => {
+    let is_http = matches!(kind, ServerKind::Http { .. });
+    if s.shared.is_some() && !is_http {
+        return Err(ConfigError::new("`shared` is for `url` servers; stdio servers use `isolate`").field(f("shared")));
+    }
+    let isolate = match (s.isolate.as_deref(), s.shared) {
+        (Some(_), Some(_)) => return Err(ConfigError::new("give `isolate` or `shared`, not both").field(f("shared"))),
+        (None, Some(true)) => Isolation::Shared,
+        (None, Some(false)) => Isolation::PerClient,
+        (None, None) if is_http => Isolation::PerClient,
+        (None, None) | (Some("shared"), None) => Isolation::Shared,
+        (Some("per-client"), None) => Isolation::PerClient,
+        (Some(other), None) => {
             return Err(ConfigError::new(format!("`{other}` is not one of shared, per-client")).field(f("isolate")));
         }
     };
@@ -488,6 +502,12 @@ fn validate_server(
         max_result_bytes: positive(s.max_result_bytes, "max_result_bytes", 16 << 20)?,
         roots: s.roots,
         isolate,
+        max_clients: positive(s.max_clients, "max_clients", 16)?,
+        idle_timeout: s
+            .idle_timeout
+            .map(|v| seconds(v, &f("idle_timeout")))
+            .transpose()?
+            .unwrap_or(Duration::from_secs(300)),
         restart,
     })
 }

@@ -110,9 +110,21 @@ pub struct RawServer {
     /// Roots given to the server (`file://` URIs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roots: Vec<String>,
-    /// `shared` (one process for every client; the default) or `per-client` (stdio).
+    /// `shared` (one process or session for every client) or `per-client` (one per downstream
+    /// session). Stdio servers are shared by default, HTTP servers per client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolate: Option<String>,
+    /// `true` is `isolate = "shared"`: for an HTTP server that keeps no state per session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared: Option<bool>,
+    /// With `per-client`: the most downstream sessions with their own upstream at once; 16
+    /// when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_clients: Option<usize>,
+    /// With `per-client`: seconds after which an unused per-client upstream is stopped; 300
+    /// when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<f64>,
     /// Restart policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<RawRestart>,

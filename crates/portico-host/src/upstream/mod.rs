@@ -7,6 +7,7 @@
 //! every failure into an error that names the server.
 
 mod handler;
+mod isolate;
 mod spawn;
 pub mod status;
 
@@ -111,6 +112,8 @@ struct Shared {
     limit: Semaphore,
     restarts: AtomicU64,
     calls: handler::InFlight,
+    /// Per-client instances (`isolate = "per-client"`).
+    instances: isolate::Instances,
     /// Bumped when the catalog changes, for the host's registry.
     changes: watch::Sender<u64>,
 }
@@ -179,6 +182,7 @@ impl Upstream {
             stop: CancellationToken::new(),
             restarts: AtomicU64::new(0),
             calls: handler::InFlight::default(),
+            instances: isolate::Instances::default(),
             changes,
             config,
         });
@@ -263,6 +267,24 @@ impl Upstream {
         }
     }
 
+    /// The client a call from `cx` goes to: its session's own with `isolate = "per-client"`,
+    /// the shared one otherwise (and for calls from no session).
+    async fn client_for(&self, cx: Option<&RequestContext>) -> Result<Arc<Client>, UpstreamError> {
+        match cx {
+            Some(cx) if self.shared.config.isolate == crate::config::Isolation::PerClient => {
+                // The shared connection must be up: it is how the server's tools are known.
+                self.client().await?;
+                self.shared.instances.client(&self.shared, cx).await
+            }
+            _ => self.client().await,
+        }
+    }
+
+    /// How many per-client instances are open.
+    pub fn client_instances(&self) -> usize {
+        self.shared.instances.len()
+    }
+
     /// The connected client, starting a lazy server and waiting for one that is starting.
     async fn client(&self) -> Result<Arc<Client>, UpstreamError> {
         if let Some(c) = self.shared.client.borrow().clone() {
@@ -309,7 +331,7 @@ impl Upstream {
         arguments: serde_json::Value,
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, UpstreamError> {
-        let client = self.client().await?;
+        let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
         let _call = cx.map(|cx| self.shared.calls.enter(cx.clone()));
         let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
@@ -479,6 +501,7 @@ async fn supervise(shared: Arc<Shared>) {
         }
         shared.restarts.fetch_add(1, Ordering::Relaxed);
     }
+    shared.instances.close_all().await;
     set_state(&shared, State::Stopped, None);
 }
 
@@ -490,8 +513,25 @@ pub fn backoff(initial: Duration, max: Duration, failures: u32) -> Duration {
 
 /// Starts the server and connects; fetches its catalog.
 async fn connect(shared: &Arc<Shared>) -> Result<Live, String> {
+    let deadline = tokio::time::Instant::now() + shared.config.startup_timeout;
+    let (client, child) = open(shared, deadline, true).await?;
+    match bounded(shared, deadline, fetch_catalog(&client)).await {
+        Ok(catalog) => {
+            publish_catalog(shared, catalog);
+            Ok(Live { client, child })
+        }
+        Err(e) => Err(abandon(shared, Some(client), child, format!("listing failed: {e}"), true).await),
+    }
+}
+
+/// Starts the server (spawn or connect) and completes the handshake, by `deadline`. The
+/// `primary` connection's process id goes in the status.
+async fn open(
+    shared: &Arc<Shared>,
+    deadline: tokio::time::Instant,
+    primary: bool,
+) -> Result<(Arc<Client>, Option<portico::transport::child::ChildHandle>), String> {
     let config = &shared.config;
-    let deadline = tokio::time::Instant::now() + config.startup_timeout;
     let handler = handler::UpstreamHandler::new(Arc::downgrade(shared));
     let builder = Client::builder(shared.info.clone())
         .handler(handler)
@@ -511,7 +551,9 @@ async fn connect(shared: &Arc<Shared>) -> Result<Live, String> {
             };
             let (transport, handle) = spawn::spawn(&what, move |line| lock(&tail).push(line))
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            lock(&shared.status).pid = Some(handle.pid());
+            if primary {
+                lock(&shared.status).pid = Some(handle.pid());
+            }
             child = Some(handle);
             bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("handshake failed: {e}"))
         }
@@ -524,16 +566,9 @@ async fn connect(shared: &Arc<Shared>) -> Result<Live, String> {
             bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("cannot connect: {e}"))
         }
     };
-    let client = match connected {
-        Ok(client) => Arc::new(client),
-        Err(e) => return Err(abandon(shared, None, child, e).await),
-    };
-    match bounded(shared, deadline, fetch_catalog(&client)).await {
-        Ok(catalog) => {
-            publish_catalog(shared, catalog);
-            Ok(Live { client, child })
-        }
-        Err(e) => Err(abandon(shared, Some(client), child, format!("listing failed: {e}")).await),
+    match connected {
+        Ok(client) => Ok((Arc::new(client), child)),
+        Err(e) => Err(abandon(shared, None, child, e, primary).await),
     }
 }
 
@@ -560,11 +595,14 @@ async fn abandon(
     client: Option<Arc<Client>>,
     child: Option<portico::transport::child::ChildHandle>,
     error: String,
+    primary: bool,
 ) -> String {
     if let Some(client) = client {
         let _ = tokio::time::timeout(Duration::from_secs(2), client.close()).await;
     }
-    lock(&shared.status).pid = None;
+    if primary {
+        lock(&shared.status).pid = None;
+    }
     match child {
         Some(child) => match child.shutdown().await {
             Ok(status) if !status.success() => format!("{error} (the process exited: {status})"),

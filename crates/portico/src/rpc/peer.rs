@@ -70,7 +70,12 @@ pub(crate) struct PeerShared {
     close_reason: Mutex<Option<String>>,
     /// Set when the peer's input ended: no response can arrive any more.
     input_closed: std::sync::atomic::AtomicBool,
+    /// Unique among this process's connections, for as long as it runs.
+    pub(crate) id: u64,
 }
+
+/// The source of connection ids.
+static NEXT_CONNECTION: AtomicI64 = AtomicI64::new(1);
 
 /// A cheap handle to one connection's sending side.
 ///
@@ -101,6 +106,7 @@ impl Peer {
                 finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
                 input_closed: std::sync::atomic::AtomicBool::new(false),
+                id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed).unsigned_abs(),
             }),
         }
     }
@@ -109,6 +115,11 @@ impl Peer {
     #[cfg(feature = "http-server")]
     pub(crate) fn with_out(&self, out: mpsc::Sender<Outgoing>) -> Peer {
         Peer { out, shared: self.shared.clone() }
+    }
+
+    /// This connection's id (shared by siblings).
+    pub(crate) fn connection_id(&self) -> u64 {
+        self.shared.id
     }
 
     /// The token cancelled when the connection closes.

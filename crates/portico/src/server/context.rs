@@ -28,6 +28,18 @@ use crate::rpc::{Peer, RequestOptions};
 /// client: a person may be answering.
 pub(crate) const INPUT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Identifies a connection (or handshake-era HTTP session) among this process's others, for
+/// as long as the process runs. See [`RequestContext::connection_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(u64);
+
+impl ConnectionId {
+    /// The number (unique within the process).
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
 /// The context of one request, given to handlers. Cheap to clone.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -173,6 +185,21 @@ enum Ask {
 impl RequestContext {
     pub(crate) fn new(inner: Inner) -> Self {
         RequestContext { inner: Arc::new(inner) }
+    }
+
+    /// The connection the request came on: one per stdio connection and per handshake-era
+    /// HTTP session (every request of a session shares it). Stateless-era HTTP requests
+    /// belong to no session and share one id. A gateway keys per-client state on it.
+    pub fn connection_id(&self) -> ConnectionId {
+        ConnectionId(self.inner.peer.connection_id())
+    }
+
+    /// Waits until the request's connection (or session) ends; never, for stateless-era HTTP.
+    ///
+    /// # Cancel safety
+    /// Cancel safe.
+    pub async fn connection_closed(&self) {
+        self.inner.peer.closed().await;
     }
 
     /// The JSON-RPC id of the request.

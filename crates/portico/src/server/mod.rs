@@ -53,7 +53,7 @@ use portico_schema::{
 };
 use tokio::sync::broadcast;
 
-pub use context::{Extension, KeyedInput, RequestContext};
+pub use context::{ConnectionId, Extension, KeyedInput, RequestContext};
 pub use edit::Edit;
 pub use encoded::EncodedContents;
 pub use handler::{HandlerError, IntoCallToolResult, Json};
