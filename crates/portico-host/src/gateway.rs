@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use portico::schema::ServerCapabilities;
+use portico::schema::{CompleteRequestParams, ServerCapabilities};
 use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
 use portico::transport::http::server::StreamableHttp;
 use serde_json::Value;
@@ -30,7 +30,12 @@ impl Gateway {
     /// Must be called within a Tokio runtime.
     pub fn new(host: Host) -> Gateway {
         let info = host.info().clone();
+        let completer = host.clone();
         let server = Server::builder(info)
+            .completion(move |params: CompleteRequestParams, _cx: RequestContext| {
+                let host = completer.clone();
+                async move { host.complete(params).await.map_err(handler_error) }
+            })
             .instructions(
                 "This server joins several MCP servers. Tool and prompt names are <server>__<name>; \
                  each item's _meta[\"dev.portico/upstream\"] names the server it comes from.",

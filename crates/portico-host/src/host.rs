@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use portico::schema::{CallToolResult, ContentBlock, GetPromptResult, Implementation, ReadResourceResult};
+use portico::schema::{
+    CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference, ContentBlock, GetPromptResult,
+    Implementation, ReadResourceResult,
+};
 use portico::server::RequestContext;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -275,6 +278,40 @@ impl Host {
         let result = up.get_prompt(&entry.origin.name, arguments).await;
         self.finish(&call, result.as_ref().map(Answer::Prompt)).await;
         Ok(result?)
+    }
+
+    /// Completes an argument of an exposed prompt or resource template at its upstream (no
+    /// oversight: completion reads no data of the upstream's beyond suggestions).
+    ///
+    /// # Errors
+    /// Not offered, or the upstream failed.
+    pub async fn complete(&self, mut params: CompleteRequestParams) -> Result<CompleteResult, HostError> {
+        let registry = self.registry();
+        let origin = match &mut params.r#ref {
+            CompletionReference::Prompt(p) => {
+                let entry = registry
+                    .prompts
+                    .get(&p.name)
+                    .ok_or_else(|| HostError::NotFound { what: "prompt", name: p.name.clone() })?;
+                p.name.clone_from(&entry.origin.name);
+                entry.origin.clone()
+            }
+            CompletionReference::ResourceTemplate(t) => {
+                let entry = registry
+                    .templates
+                    .get(&t.uri)
+                    .ok_or_else(|| HostError::NotFound { what: "resource template", name: t.uri.clone() })?;
+                t.uri.clone_from(&entry.origin.name);
+                entry.origin.clone()
+            }
+            #[allow(unreachable_patterns)]
+            _ => return Err(HostError::NotFound { what: "completion reference", name: String::new() }),
+        };
+        params.meta = None;
+        let up = self
+            .upstream(&origin.server)
+            .ok_or_else(|| HostError::NotFound { what: "server", name: origin.server.clone() })?;
+        Ok(up.complete(params).await?)
     }
 
     async fn pass(&self, call: &Call<'_>) -> Result<(), HostError> {

@@ -11,8 +11,9 @@ use common::{config_in, eventually, everything, text};
 use futures_util::future::BoxFuture;
 use portico::client::{CallOptions, Client, ClientHandler};
 use portico::schema::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorObject, Implementation, ListRootsResult, Root, SamplingMessageContentBlock, SubscriptionFilter, TextContent,
+    ClientCapabilities, CompleteArgument, CompleteRequestParams, CompletionReference, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorObject, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParams, Root, SamplingMessageContentBlock, SubscriptionFilter, TextContent,
 };
 use portico_host::Host;
 use portico_host::gateway::Gateway;
@@ -25,6 +26,7 @@ const READY: Duration = Duration::from_secs(60);
 #[derive(Default, Clone)]
 struct Downstream {
     tools_changed: Arc<AtomicUsize>,
+    logs: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Downstream {
@@ -47,6 +49,12 @@ impl ClientHandler for Downstream {
 
     fn list_roots(&self) -> BoxFuture<'_, Result<ListRootsResult, ErrorObject>> {
         Box::pin(async { Ok(ListRootsResult::new(vec![Root::new("file:///work/project"), Root::new("file:///etc")])) })
+    }
+
+    fn on_log(&self, params: LoggingMessageNotificationParams) {
+        if let Ok(mut logs) = self.logs.lock() {
+            logs.push(format!("{:?} {} {}", params.level, params.logger.unwrap_or_default(), params.data));
+        }
     }
 
     fn on_tools_list_changed(&self) {
@@ -117,7 +125,18 @@ async fn gateway_forwards_progress_input_requests_roots_and_list_changed() {
     assert_eq!(add.description.as_deref(), Some("Adds two integers"), "descriptions pass through");
     assert!(add.output_schema.is_some(), "output schemas pass through");
 
-    // Progress from the upstream reaches the downstream caller.
+    // Completion goes to the prompt's upstream under its own name.
+    let done = client
+        .complete(CompleteRequestParams::new(
+            CompletionReference::prompt("ev__review"),
+            CompleteArgument::new("language", "ty"),
+        ))
+        .await
+        .expect("complete");
+    assert_eq!(done.completion.values, ["typescript"]);
+
+    // Progress and logs from the upstream reach the downstream caller (logs at its level).
+    client.set_logging_level(LoggingLevel::Info).await.expect("level");
     let seen = Arc::new(AtomicUsize::new(0));
     let s = seen.clone();
     let options = CallOptions::new().with_progress(move |_| {
@@ -126,6 +145,14 @@ async fn gateway_forwards_progress_input_requests_roots_and_list_changed() {
     let result = client.call_tool_with("ev__countdown", json!({ "steps": 3 }), options).await.expect("countdown");
     assert_eq!(text(&result), "liftoff");
     assert_eq!(seen.load(Ordering::SeqCst), 3, "every progress notification forwarded");
+    let logs = handler.logs.clone();
+    let logged = eventually(Duration::from_secs(5), || {
+        let l = logs.lock().ok()?;
+        (l.len() == 3).then(|| l.clone())
+    })
+    .await
+    .unwrap_or_else(|| panic!("logs: {:?}", handler.logs.lock().map(|l| l.clone())));
+    assert_eq!(logged[0], "Info ev/countdown \"2 left\"");
 
     // Elicitation and sampling go back to the client whose call caused them.
     let result = client.call_tool("ev__greet_user", json!({})).await.expect("greet");

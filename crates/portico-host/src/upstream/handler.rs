@@ -61,11 +61,23 @@ pub(crate) fn capabilities(_config: &ServerConfig) -> ClientCapabilities {
 
 pub(crate) struct UpstreamHandler {
     shared: Weak<Shared>,
+    /// Log messages on their way downstream, in order; bounded (a flood is dropped).
+    logs: tokio::sync::mpsc::Sender<(RequestContext, LoggingMessageNotificationParams, String)>,
 }
+
+/// Log messages waiting to go downstream, per upstream connection.
+const LOG_QUEUE: usize = 256;
 
 impl UpstreamHandler {
     pub(crate) fn new(shared: Weak<Shared>) -> Self {
-        UpstreamHandler { shared }
+        let (logs, mut rx) =
+            tokio::sync::mpsc::channel::<(RequestContext, LoggingMessageNotificationParams, String)>(LOG_QUEUE);
+        tokio::spawn(async move {
+            while let Some((cx, params, logger)) = rx.recv().await {
+                let _ = cx.log(params.level, Some(&logger), params.data).await;
+            }
+        });
+        UpstreamHandler { shared, logs }
     }
 
     fn caller(&self, method: &str) -> Result<(Arc<Shared>, RequestContext), ErrorObject> {
@@ -120,9 +132,23 @@ impl ClientHandler for UpstreamHandler {
         })
     }
 
+    /// A log message goes to the client of the call in flight (at the level that client set;
+    /// `RequestContext::log` filters), its logger prefixed with the server's name; with no
+    /// call in flight it goes to the gateway's own log.
     fn on_log(&self, params: LoggingMessageNotificationParams) {
-        if let Some(shared) = self.shared.upgrade() {
-            tracing::info!(target: "portico::upstream", server = %shared.config.name, level = ?params.level, "{}", params.data);
+        let Some(shared) = self.shared.upgrade() else { return };
+        let server = shared.config.name.clone();
+        match shared.calls.latest() {
+            Some(cx) => {
+                let logger = match &params.logger {
+                    Some(l) => format!("{server}/{l}"),
+                    None => server,
+                };
+                let _ = self.logs.try_send((cx, params, logger));
+            }
+            None => {
+                tracing::info!(target: "portico::upstream", %server, level = ?params.level, "{}", params.data);
+            }
         }
     }
 

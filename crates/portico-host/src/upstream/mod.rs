@@ -392,6 +392,21 @@ impl Upstream {
         Ok(result)
     }
 
+    /// Asks the upstream to complete an argument (names already the upstream's own).
+    ///
+    /// # Errors
+    /// Any [`UpstreamError`].
+    pub async fn complete(
+        &self,
+        params: portico::schema::CompleteRequestParams,
+    ) -> Result<portico::schema::CompleteResult, UpstreamError> {
+        let client = self.client().await?;
+        tokio::time::timeout(self.shared.config.timeout, client.complete(params))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.lost(&e))
+    }
+
     fn timeout(&self) -> UpstreamError {
         UpstreamError::Timeout {
             server: self.shared.config.name.clone(),
@@ -661,6 +676,12 @@ async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
     } else {
         None
     };
+    // Every level from the upstream; each downstream client's own level filters what it gets.
+    if live.client.server_capabilities().logging.is_some()
+        && let Err(e) = live.client.set_logging_level(portico::schema::LoggingLevel::Debug).await
+    {
+        tracing::debug!(target: "portico::upstream", server = %shared.config.name, "logging/setLevel failed: {e}");
+    }
     shared.client.send_replace(Some(live.client.clone()));
     set_state(shared, State::Ready, None);
     let ping = shared.ping;
