@@ -58,6 +58,32 @@ pub struct ToolEntry {
     pub origin: Origin,
 }
 
+impl ToolEntry {
+    /// The tool in the function-calling format of OpenAI's Chat Completions API:
+    /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
+    pub fn openai(&self) -> serde_json::Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.tool.name,
+                "description": self.description(),
+                "parameters": self.tool.input_schema,
+            }
+        })
+    }
+
+    /// The tool in the format of Anthropic's Messages API: `{"name", "description",
+    /// "input_schema"}`.
+    pub fn anthropic(&self) -> serde_json::Value {
+        json!({ "name": self.tool.name, "description": self.description(), "input_schema": self.tool.input_schema })
+    }
+
+    /// The description a model reads: the tool's description, else its title, else its name.
+    fn description(&self) -> &str {
+        self.tool.description.as_deref().or(self.tool.title.as_deref()).unwrap_or(&self.tool.name)
+    }
+}
+
 /// A prompt as offered.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -249,6 +275,17 @@ impl Registry {
         reg
     }
 
+    /// Every tool in OpenAI's function-calling format (see [`ToolEntry::openai`]), by name:
+    /// the `tools` array of a chat completion request.
+    pub fn openai_tools(&self) -> Vec<serde_json::Value> {
+        self.tools.values().map(ToolEntry::openai).collect()
+    }
+
+    /// Every tool in Anthropic's format (see [`ToolEntry::anthropic`]), by name.
+    pub fn anthropic_tools(&self) -> Vec<serde_json::Value> {
+        self.tools.values().map(ToolEntry::anthropic).collect()
+    }
+
     /// The upstream server and URI of an exposed resource URI: a listed resource, a scoped URI
     /// (`portico:<server>/<uri>`), or `None` (then the caller tries the templates).
     pub fn resolve_uri(&self, uri: &str) -> Option<Origin> {
@@ -332,6 +369,24 @@ mod tests {
         assert_eq!(reg.conflicts.len(), 1);
         let text = reg.conflicts[0].to_string();
         assert!(text.contains("`one`") && text.contains("`two`") && text.contains("a__same"), "{text}");
+    }
+
+    #[test]
+    fn function_calling_formats() {
+        let cfg = configs("[servers.m]\ncommand = \"x\"\n");
+        let mut t = tool("add");
+        t.description = Some("Adds".into());
+        let c = Catalog { tools: vec![t, tool("bare")], ..Catalog::default() };
+        let reg = Registry::build(cfg.servers.values().map(|s| (s, &c)), "__");
+        let openai = reg.openai_tools();
+        assert_eq!(openai[0]["type"], "function");
+        assert_eq!(openai[0]["function"]["name"], "m__add");
+        assert_eq!(openai[0]["function"]["description"], "Adds");
+        assert_eq!(openai[0]["function"]["parameters"], json!({"type": "object", "additionalProperties": false}));
+        assert_eq!(openai[1]["function"]["description"], "m__bare");
+        let anthropic = reg.anthropic_tools();
+        let schema = json!({"type": "object", "additionalProperties": false});
+        assert_eq!(anthropic[0], json!({"name": "m__add", "description": "Adds", "input_schema": schema}));
     }
 
     #[test]

@@ -11,6 +11,11 @@ use portico_host::config::{self, Config};
 /// The path of one of `portico-mcp`'s examples, built once if `cargo test --workspace` has not
 /// built it already.
 pub fn example(name: &str) -> PathBuf {
+    example_of("portico-mcp", name)
+}
+
+/// The path of an example of `package`, built if missing.
+pub fn example_of(package: &str, name: &str) -> PathBuf {
     static BUILD: Mutex<()> = Mutex::new(());
     let exe = std::env::current_exe().expect("test exe");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/<profile>");
@@ -18,7 +23,7 @@ pub fn example(name: &str) -> PathBuf {
     let _guard = BUILD.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !path.exists() {
         let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "portico-mcp", "--example", name])
+            .args(["build", "-q", "-p", package, "--example", name])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo build");
