@@ -10,6 +10,8 @@
 //! bearer token when set (never printed). The loop ends when the model answers without tool
 //! calls, or after 8 rounds.
 
+#![allow(clippy::print_stdout)] // the answer goes to stdout
+
 use std::time::Duration;
 
 use portico::schema::ContentBlock;
