@@ -173,7 +173,7 @@ impl Pending {
         let target = self.start().await?;
         let result = match &target {
             Target::Host(host) => {
-                host.read_resource(&args.uri, None).await.map_err(|e| Failure::Unavailable(e.to_string()))
+                host.read_resource(&args.uri, None, None).await.map_err(|e| Failure::Unavailable(e.to_string()))
             }
             Target::Direct { client, .. } => {
                 client.read_resource(&args.uri).await.map_err(|e| Failure::Unavailable(format!("the read failed: {e}")))
@@ -193,7 +193,7 @@ impl Pending {
         let target = self.start().await?;
         let result = match &target {
             Target::Host(host) => {
-                host.get_prompt(&args.name, pairs).await.map_err(|e| Failure::Unavailable(e.to_string()))
+                host.get_prompt(&args.name, pairs, None).await.map_err(|e| Failure::Unavailable(e.to_string()))
             }
             Target::Direct { client, .. } => client
                 .get_prompt(&args.name, pairs)

@@ -116,10 +116,10 @@ impl Gateway {
                     }
                     let host = self.host.clone();
                     let exposed = Arc::<str>::from(name.as_str());
-                    edit.add_prompt(entry.prompt.clone(), move |args: BTreeMap<String, String>| {
+                    edit.add_prompt(entry.prompt.clone(), move |args: BTreeMap<String, String>, cx: RequestContext| {
                         let host = host.clone();
                         let exposed = exposed.clone();
-                        async move { host.get_prompt(&exposed, args).await.map_err(handler_error) }
+                        async move { host.get_prompt(&exposed, args, Some(&cx)).await.map_err(handler_error) }
                     });
                 }
             }
@@ -130,9 +130,9 @@ impl Gateway {
                         continue;
                     }
                     let host = self.host.clone();
-                    edit.add_resource(entry.resource.clone(), move |req: ResourceRequest, _cx: RequestContext| {
+                    edit.add_resource(entry.resource.clone(), move |req: ResourceRequest, cx: RequestContext| {
                         let host = host.clone();
-                        async move { host.read_resource(req.uri(), None).await.map_err(handler_error) }
+                        async move { host.read_resource(req.uri(), None, Some(&cx)).await.map_err(handler_error) }
                     });
                 }
             }
@@ -144,12 +144,12 @@ impl Gateway {
                     }
                     let host = self.host.clone();
                     let server = Arc::<str>::from(entry.origin.server.as_str());
-                    let added = edit.add_resource_template(entry.template.clone(), move |req: ResourceRequest, _cx: RequestContext| {
+                    let added = edit.add_resource_template(entry.template.clone(), move |req: ResourceRequest, cx: RequestContext| {
                         let host = host.clone();
                         let server = server.clone();
                         async move {
                             let uri = req.uri().strip_prefix(&format!("portico:{server}/")).unwrap_or(req.uri()).to_owned();
-                            host.read_resource(&uri, Some(&server)).await.map_err(handler_error)
+                            host.read_resource(&uri, Some(&server), Some(&cx)).await.map_err(handler_error)
                         }
                     });
                     if let Err(e) = added {

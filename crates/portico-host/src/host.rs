@@ -198,7 +198,8 @@ impl Host {
             origin,
             tool: Some(&entry.tool),
             arguments: &arguments,
-            principal: "local",
+            principal: principal(cx),
+            request: cx,
         };
         if let Verdict::Deny(reason) = self.inner.oversight.before(&call).await {
             self.inner.oversight.after(&call, &Outcome::Refused(&reason)).await;
@@ -224,7 +225,12 @@ impl Host {
     ///
     /// # Errors
     /// Not offered, refused, or the upstream failed.
-    pub async fn read_resource(&self, uri: &str, from: Option<&str>) -> Result<ReadResourceResult, HostError> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        from: Option<&str>,
+        cx: Option<&RequestContext>,
+    ) -> Result<ReadResourceResult, HostError> {
         let registry = self.registry();
         let origin = match registry.resolve_uri(uri) {
             Some(origin) => origin,
@@ -239,7 +245,8 @@ impl Host {
             origin: &origin,
             tool: None,
             arguments: &Value::Null,
-            principal: "local",
+            principal: principal(cx),
+            request: cx,
         };
         self.pass(&call).await?;
         let up = self
@@ -258,6 +265,7 @@ impl Host {
         &self,
         name: &str,
         arguments: BTreeMap<String, String>,
+        cx: Option<&RequestContext>,
     ) -> Result<GetPromptResult, HostError> {
         let registry = self.registry();
         let entry =
@@ -269,7 +277,8 @@ impl Host {
             origin: &entry.origin,
             tool: None,
             arguments: &args_json,
-            principal: "local",
+            principal: principal(cx),
+            request: cx,
         };
         self.pass(&call).await?;
         let up = self
@@ -394,6 +403,17 @@ impl Host {
         self.statuses().iter().all(|s| matches!(s.state, State::Ready | State::Stopped | State::Idle))
     }
 }
+
+/// Who is calling: the subject an authorization layer in front of the gateway put in the
+/// request's extensions ([`Principal`]), else `local` (stdio, or HTTP without authorization).
+fn principal(cx: Option<&RequestContext>) -> &str {
+    cx.and_then(|cx| cx.extensions().get::<Principal>()).map_or("local", |p| p.0.as_str())
+}
+
+/// The authenticated subject of a request, as an authorization layer in front of the gateway
+/// records it in the request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal(pub String);
 
 fn tool_error(text: String) -> CallToolResult {
     let mut r = CallToolResult::new(vec![ContentBlock::text(text)]);

@@ -33,6 +33,8 @@
 
 #![deny(missing_docs)]
 
+pub mod admin;
+pub mod approvals;
 pub mod config;
 pub mod gateway;
 mod host;
@@ -41,4 +43,4 @@ pub mod registry;
 pub mod router;
 pub mod upstream;
 
-pub use host::{Host, HostError, Reloaded};
+pub use host::{Host, HostError, Principal, Reloaded};

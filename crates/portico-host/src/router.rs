@@ -11,6 +11,7 @@
 
 use futures_util::future::BoxFuture;
 use portico::schema::{CallToolResult, GetPromptResult, ReadResourceResult, Tool};
+use portico::server::{ConnectionId, RequestContext};
 use serde_json::Value;
 
 use crate::registry::Origin;
@@ -54,6 +55,21 @@ pub struct Call<'a> {
     pub arguments: &'a Value,
     /// Who is calling: the authenticated subject, or `local`.
     pub principal: &'a str,
+    /// The downstream request, when the call came from a client (not from the host's own
+    /// API or the CLI): its session, client, revision, and the way to ask its person.
+    pub request: Option<&'a RequestContext>,
+}
+
+impl Call<'_> {
+    /// The downstream session the call came on.
+    pub fn session(&self) -> Option<ConnectionId> {
+        self.request.map(RequestContext::connection_id)
+    }
+
+    /// The downstream client's `name version`.
+    pub fn client(&self) -> Option<String> {
+        self.request.and_then(|cx| cx.client_info()).map(|i| format!("{} {}", i.name, i.version))
+    }
 }
 
 /// What happened to a call.

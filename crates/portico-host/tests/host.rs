@@ -102,7 +102,7 @@ async fn two_upstreams_one_registry_stable_names() {
     assert!(!registry.tools.contains_key("b__sleep") && !registry.tools.contains_key("b__toggle_bonus"));
     // Resources offered by both are scoped; the template too.
     assert!(registry.resources.contains_key("portico:a/everything://readme"), "{:?}", registry.resources.keys());
-    let read = host.read_resource("portico:b/everything://readme", None).await.expect("read");
+    let read = host.read_resource("portico:b/everything://readme", None, None).await.expect("read");
     assert_eq!(read.contents.len(), 1);
     host.shutdown().await;
 }

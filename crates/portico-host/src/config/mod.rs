@@ -54,6 +54,61 @@ pub struct Config {
     pub gateway: GatewayConfig,
     /// The upstream servers, by name.
     pub servers: BTreeMap<String, ServerConfig>,
+    /// The admin listener.
+    pub admin: AdminConfig,
+    /// How approvals are decided.
+    pub approvals: ApprovalsConfig,
+}
+
+/// `[admin]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AdminConfig {
+    /// Its address.
+    pub listen: SocketAddr,
+    /// The token from the config; `None`: generated in the state directory.
+    pub token: Option<Secret>,
+}
+
+/// `[approvals]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ApprovalsConfig {
+    /// How long a call waits for a person.
+    pub timeout: Duration,
+    /// The calling client may answer (an elicitation form).
+    pub client: bool,
+    /// The admin API may answer (`portico approve`, the web UI).
+    pub http: bool,
+    /// A terminal may answer (`portico call` on a TTY).
+    pub terminal: bool,
+}
+
+/// Where the admin listener is when not configured: loopback.
+pub const DEFAULT_ADMIN: &str = "127.0.0.1:8766";
+
+/// Parses `120`, `"120s"`, `"5m"`, `"1h"`, `"250ms"` as a duration.
+pub fn parse_duration(value: &toml::Value, field: &str) -> Result<Duration, ConfigError> {
+    let bad =
+        || ConfigError::new("must be seconds or a duration like \"120s\", \"5m\", \"1h\", \"250ms\"").field(field);
+    match value {
+        toml::Value::Integer(n) => u64::try_from(*n).map(Duration::from_secs).map_err(|_| bad()),
+        toml::Value::Float(f) => Duration::try_from_secs_f64(*f).map_err(|_| bad()),
+        toml::Value::String(s) => {
+            let s = s.trim();
+            let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len()));
+            let n: f64 = num.parse().map_err(|_| bad())?;
+            let secs = match unit.trim() {
+                "ms" => n / 1000.0,
+                "" | "s" => n,
+                "m" | "min" => n * 60.0,
+                "h" => n * 3600.0,
+                _ => return Err(bad()),
+            };
+            Duration::try_from_secs_f64(secs).map_err(|_| bad())
+        }
+        _ => Err(bad()),
+    }
 }
 
 /// `[gateway]`, validated.
@@ -132,6 +187,8 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// How it is restarted.
     pub restart: RestartPolicy,
+    /// Its `readOnlyHint`s are believed by the default policy.
+    pub trusted: bool,
 }
 
 /// How an upstream is reached.
@@ -331,13 +388,52 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
         Some(s) => Some(seconds(s, "gateway.ping_interval")?),
     };
     let gateway = GatewayConfig { listen, separator, state_dir, name: g.name.unwrap_or(defaults.name), ping_interval };
+    let admin = AdminConfig {
+        listen: match raw.admin.listen {
+            Some(a) => expand::expand(&a, "admin.listen", source)?.parse().map_err(|e| {
+                ConfigError::new(format!("not an address like 127.0.0.1:8766: {e}")).field("admin.listen")
+            })?,
+            None => DEFAULT_ADMIN.parse().map_err(|_| ConfigError::new("bad default"))?,
+        },
+        token: match raw.admin.token {
+            Some(t) => {
+                let t = expand::expand(&t, "admin.token", source)?;
+                if t.len() < 16 {
+                    return Err(ConfigError::new("must be at least 16 characters").field("admin.token"));
+                }
+                Some(Secret::new(t))
+            }
+            None => None,
+        },
+    };
+    let timeout = match &raw.approvals.timeout {
+        Some(v) => parse_duration(v, "approvals.timeout")?,
+        None => Duration::from_secs(120),
+    };
+    let mut approvals = ApprovalsConfig { timeout, client: true, http: true, terminal: true };
+    if let Some(channels) = &raw.approvals.channels {
+        approvals.client = false;
+        approvals.http = false;
+        approvals.terminal = false;
+        for (i, c) in channels.iter().enumerate() {
+            match c.as_str() {
+                "client" => approvals.client = true,
+                "http" => approvals.http = true,
+                "terminal" => approvals.terminal = true,
+                other => {
+                    return Err(ConfigError::new(format!("`{other}` is not one of client, http, terminal"))
+                        .field(format!("approvals.channels[{i}]")));
+                }
+            }
+        }
+    }
     let single = raw.servers.len() == 1;
     let mut servers = BTreeMap::new();
     for (name, server) in raw.servers {
         let validated = validate_server(&name, server, single, base, source)?;
         servers.insert(name, validated);
     }
-    Ok(Config { gateway, servers })
+    Ok(Config { gateway, servers, admin, approvals })
 }
 
 fn legal_name_char(c: char) -> bool {
@@ -502,6 +598,7 @@ fn validate_server(
         max_result_bytes: positive(s.max_result_bytes, "max_result_bytes", 16 << 20)?,
         roots: s.roots,
         isolate,
+        trusted: s.trusted.unwrap_or(false),
         max_clients: positive(s.max_clients, "max_clients", 16)?,
         idle_timeout: s
             .idle_timeout

@@ -18,6 +18,51 @@ pub struct RawConfig {
     /// `[servers.NAME]`, by name.
     #[serde(default)]
     pub servers: BTreeMap<String, RawServer>,
+    /// `[admin]`: the admin listener (approvals API, web UI).
+    #[serde(default, skip_serializing_if = "RawAdmin::is_default")]
+    pub admin: RawAdmin,
+    /// `[approvals]`: how calls that policy asks about are decided.
+    #[serde(default, skip_serializing_if = "RawApprovals::is_default")]
+    pub approvals: RawApprovals,
+}
+
+/// `[admin]`: the admin listener, separate from the MCP endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawAdmin {
+    /// Its address; `127.0.0.1:8766` when not set. Loopback unless you say otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// The bearer token it requires; generated and kept in the state directory
+    /// (`admin-token`, mode 0600) when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
+impl RawAdmin {
+    fn is_default(&self) -> bool {
+        *self == RawAdmin::default()
+    }
+}
+
+/// `[approvals]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawApprovals {
+    /// How long a call waits for a person, in seconds or as `"120s"`, `"5m"`; 120 s when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<toml::Value>,
+    /// Which channels may answer: `client` (an elicitation form in the calling client), `http`
+    /// (the admin API, `portico approve`, the web UI), `terminal` (`portico call` on a TTY).
+    /// All when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<Vec<String>>,
+}
+
+impl RawApprovals {
+    fn is_default(&self) -> bool {
+        *self == RawApprovals::default()
+    }
 }
 
 /// `[gateway]`: how the registry is served.
@@ -128,6 +173,10 @@ pub struct RawServer {
     /// Restart policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<RawRestart>,
+    /// Trust the server's `readOnlyHint`: its read-only tools are allowed without asking
+    /// (unless a policy rule says otherwise). Annotations of untrusted servers are ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<bool>,
 }
 
 /// `[servers.NAME.restart]`: exponential backoff with jitter.
