@@ -253,8 +253,12 @@ impl Approvals {
 
     /// Whether "for this session" was answered earlier for this principal, session and tool.
     pub fn session_allows(&self, principal: &str, session: Option<ConnectionId>, server: &str, tool: &str) -> bool {
+        self.session_allows_id(principal, session.map(ConnectionId::get), server, tool)
+    }
+
+    fn session_allows_id(&self, principal: &str, session: Option<u64>, server: &str, tool: &str) -> bool {
         let Some(session) = session else { return false };
-        lock(&self.inner.sessions).contains(&(principal.to_owned(), session.get(), server.to_owned(), tool.to_owned()))
+        lock(&self.inner.sessions).contains(&(principal.to_owned(), session, server.to_owned(), tool.to_owned()))
     }
 
     /// Answers the pending approval `id`; the first answer wins.
@@ -283,7 +287,11 @@ impl Approvals {
 
     /// Forgets the "for this session" answers of a session that ended.
     pub fn end_session(&self, session: ConnectionId) {
-        lock(&self.inner.sessions).retain(|(_, s, _, _)| *s != session.get());
+        self.end_session_id(session.get());
+    }
+
+    fn end_session_id(&self, session: u64) {
+        lock(&self.inner.sessions).retain(|(_, s, _, _)| *s != session);
     }
 
     /// Puts `pending` to every channel and waits for the first answer: the admin API and UI
@@ -362,5 +370,73 @@ mod unix_ms {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
         Ok(UNIX_EPOCH + Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending() -> Pending {
+        Pending {
+            id: String::new(),
+            kind: Kind::Call,
+            server: "fs".into(),
+            exposed: "fs__write".into(),
+            original: "write".into(),
+            arguments: serde_json::json!({"path": "/tmp/x"}),
+            reason: Some("writes files".into()),
+            principal: "local".into(),
+            client: None,
+            session: Some(7),
+            requested_at: SystemTime::UNIX_EPOCH,
+            expires_at: SystemTime::UNIX_EPOCH,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_and_the_others_see_it_resolved() {
+        let approvals = Approvals::new(Duration::from_secs(60));
+        let mut events = approvals.subscribe();
+        let a = approvals.clone();
+        let waiting = tokio::spawn(async move { a.request(pending(), None).await });
+        let Ok(Event::Requested(p)) = events.recv().await else { panic!("no request event") };
+        assert_eq!(approvals.list().len(), 1);
+        approvals.answer(&p.id, Answer::now(Choice::AllowSession, "http", "ada")).expect("first");
+        let second = approvals.answer(&p.id, Answer::now(Choice::Deny, "http", "bob"));
+        assert_eq!(second, Err(AnswerError::NotPending(p.id.clone())));
+        let answer = waiting.await.expect("join").expect("answered");
+        assert_eq!((answer.choice, answer.who.as_str()), (Choice::AllowSession, "ada"));
+        assert!(matches!(events.recv().await, Ok(Event::Resolved { .. })));
+        assert!(approvals.list().is_empty());
+        // "For this session" binds to the principal and the session, and ends with it.
+        assert!(approvals.session_allows_id("local", Some(7), "fs", "fs__write"));
+        assert!(!approvals.session_allows_id("mallory", Some(7), "fs", "fs__write"), "another principal");
+        assert!(!approvals.session_allows_id("local", Some(8), "fs", "fs__write"), "another session");
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__read"), "another tool");
+        assert!(!approvals.session_allows_id("local", None, "fs", "fs__write"), "no session, no grant");
+        approvals.end_session_id(7);
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__write"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn nobody_answering_denies_at_the_deadline() {
+        let approvals = Approvals::new(Duration::from_secs(120));
+        let result = approvals.request(pending(), None).await;
+        assert_eq!(result, Err(ApprovalError::Expired(120)));
+        assert!(approvals.list().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_call_withdraws_its_approval() {
+        let approvals = Approvals::new(Duration::from_secs(60));
+        let mut events = approvals.subscribe();
+        let a = approvals.clone();
+        let waiting = tokio::spawn(async move { a.request(pending(), None).await });
+        let Ok(Event::Requested(p)) = events.recv().await else { panic!("no request event") };
+        waiting.abort();
+        assert!(matches!(events.recv().await, Ok(Event::Cancelled { id }) if id == p.id));
+        assert!(approvals.list().is_empty());
+        assert!(approvals.answer(&p.id, Answer::now(Choice::AllowOnce, "http", "late")).is_err());
     }
 }

@@ -1,0 +1,121 @@
+//! The admin listener over real HTTP: token, Host and Origin checks, and approvals answered
+//! through it while a call waits.
+
+use std::time::Duration;
+
+use portico_host::admin::Admin;
+use portico_host::approvals::{Approvals, Choice, Pending};
+use portico_host::config::Secret;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+async fn start(approvals: Approvals) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = format!("[gateway]\nstate_dir = {:?}\n", dir.path().display().to_string());
+    let (raw, _) = portico_host::config::parse_toml(&cfg).expect("toml");
+    let config =
+        portico_host::config::validate(raw, dir.path(), &portico_host::config::expand::Environment).expect("cfg");
+    let host = portico_host::Host::start(config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let admin = Admin::new(host, approvals, Secret::new(TOKEN), addr);
+    let task = tokio::spawn(admin.serve(listener, std::future::pending()));
+    (format!("http://{addr}"), task)
+}
+
+fn pending() -> Pending {
+    serde_json::from_value(json!({
+        "id": "", "kind": "call", "server": "fs", "exposed": "fs__write", "original": "write",
+        "arguments": {"path": "/tmp/x"}, "reason": "writes", "principal": "local", "client": null,
+        "session": 3, "requested_at": 0, "expires_at": 0
+    }))
+    .expect("pending")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_api_needs_its_token_and_its_own_host() {
+    let (base, server) = start(Approvals::new(Duration::from_secs(60))).await;
+    let http = reqwest::Client::new();
+    let r = http.get(format!("{base}/approvals")).send().await.expect("send");
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers().get("www-authenticate").and_then(|v| v.to_str().ok()), Some("Bearer"));
+    let r = http.get(format!("{base}/approvals")).bearer_auth("wrong-token-wrong-token").send().await.expect("send");
+    assert_eq!(r.status(), 401);
+    let r = http.get(format!("{base}/approvals")).bearer_auth(TOKEN).send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.expect("json"), json!([]));
+    // DNS rebinding: a page at evil.example resolving to 127.0.0.1 sends its own Host/Origin.
+    let r = http
+        .get(format!("{base}/approvals"))
+        .bearer_auth(TOKEN)
+        .header("host", "evil.example")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 403);
+    let r = http
+        .get(format!("{base}/approvals"))
+        .bearer_auth(TOKEN)
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 403);
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_is_answered_over_http_once() {
+    let approvals = Approvals::new(Duration::from_secs(60));
+    let (base, server) = start(approvals.clone()).await;
+    let a = approvals.clone();
+    let waiting = tokio::spawn(async move { a.request(pending(), None).await });
+    let http = reqwest::Client::new();
+    let list = loop {
+        let list: Value = http
+            .get(format!("{base}/approvals"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        if list.as_array().is_some_and(|l| !l.is_empty()) {
+            break list;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let id = list[0]["id"].as_str().expect("id").to_owned();
+    assert_eq!(list[0]["kind"], "call");
+    assert_eq!(list[0]["arguments"], json!({"path": "/tmp/x"}));
+    assert!(list[0]["expires_at"].as_u64() > list[0]["requested_at"].as_u64());
+    let r = http
+        .post(format!("{base}/approvals/{id}"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"decision": "maybe"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 400);
+    let r = http
+        .post(format!("{base}/approvals/{id}"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"decision": "deny", "who": "ada"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let answer = waiting.await.expect("join").expect("answered");
+    assert_eq!((answer.choice, answer.channel.as_str(), answer.who.as_str()), (Choice::Deny, "http", "ada"));
+    let again = http
+        .post(format!("{base}/approvals/{id}"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"decision": "allow_once"}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(again.status(), 404, "an answered approval cannot be answered again");
+    server.abort();
+}
