@@ -71,6 +71,7 @@ struct Inner {
     /// The `changes` version the registry was last rebuilt from.
     rebuilt: watch::Sender<u64>,
     oversight: Arc<dyn Oversight>,
+    output_schemas: crate::checks::OutputSchemas,
     stop: tokio_util::sync::CancellationToken,
 }
 
@@ -108,6 +109,7 @@ impl Host {
             changes: watch::channel(0).0,
             rebuilt: watch::channel(0).0,
             oversight,
+            output_schemas: crate::checks::OutputSchemas::default(),
             stop: tokio_util::sync::CancellationToken::new(),
         });
         let host = Host { inner };
@@ -210,6 +212,12 @@ impl Host {
         };
         match up.call_tool(&origin.name, arguments.clone(), cx).await {
             Ok(result) => {
+                let result = match self.inner.output_schemas.check(&entry.tool, &result) {
+                    None => result,
+                    Some(why) => {
+                        tool_error(format!("server `{}` returned a result that was withheld: {why}", origin.server))
+                    }
+                };
                 self.inner.oversight.after(&call, &Outcome::Answered(Answer::Tool(&result))).await;
                 result
             }

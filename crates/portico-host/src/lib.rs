@@ -35,6 +35,7 @@
 
 pub mod admin;
 pub mod approvals;
+mod checks;
 pub mod config;
 pub mod gateway;
 mod host;
@@ -43,4 +44,5 @@ pub mod registry;
 pub mod router;
 pub mod upstream;
 
+pub use checks::TRUNCATED_META;
 pub use host::{Host, HostError, Principal, Reloaded};

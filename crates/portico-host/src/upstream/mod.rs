@@ -354,8 +354,12 @@ impl Upstream {
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
         let result = result.map_err(|e| self.lost(&e))?;
-        self.check_size(&result)?;
-        Ok(result)
+        // A tool result over the cap is cut and marked rather than refused.
+        match self.check_size(&result) {
+            Ok(()) => Ok(result),
+            Err(UpstreamError::TooLarge { size, limit, .. }) => Ok(crate::checks::truncate(result, size, limit)),
+            Err(e) => Err(e),
+        }
     }
 
     /// Reads the upstream resource `uri`.
