@@ -128,7 +128,13 @@ impl Host {
         let lazy = server.lazy;
         let name = server.name.clone();
         let up =
-            Upstream::start(server, self.inner.info.clone(), config.gateway.ping_interval, self.inner.changes.clone());
+            Upstream::start(
+            server,
+            self.inner.info.clone(),
+            config.gateway.ping_interval,
+            config.gateway.state_dir.clone(),
+            self.inner.changes.clone(),
+        );
         if lazy {
             if let Some(catalog) = load_cached(&cache_path(config, &name)) {
                 up.seed_catalog(catalog);

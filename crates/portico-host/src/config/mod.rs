@@ -214,7 +214,23 @@ pub enum ServerKind {
         headers: BTreeMap<String, Secret>,
         /// Legacy HTTP+SSE only (`transport = "sse"`).
         legacy_sse: bool,
+        /// OAuth, when configured.
+        oauth: Option<OAuthConfig>,
     },
+}
+
+/// `[servers.NAME.oauth]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OAuthConfig {
+    /// The client credentials grant (else authorization code with a person signing in).
+    pub client_credentials: bool,
+    /// A pre-registered client id.
+    pub client_id: Option<String>,
+    /// Its secret.
+    pub client_secret: Option<Secret>,
+    /// Extra scopes.
+    pub scopes: Vec<String>,
 }
 
 /// Whether downstream clients share an upstream process or HTTP session.
@@ -513,11 +529,40 @@ fn validate_server(
             for (k, v) in &s.headers {
                 headers.insert(k.clone(), Secret::new(expand::expand(v, &format!("{}.{k}", f("headers")), source)?));
             }
-            ServerKind::Http { url, headers, legacy_sse }
+            let oauth = match &s.oauth {
+                None => None,
+                Some(o) => {
+                    let client_credentials = match o.grant.as_deref() {
+                        None | Some("authorization_code") => false,
+                        Some("client_credentials") => true,
+                        Some(other) => {
+                            return Err(ConfigError::new(format!(
+                                "`{other}` is not one of authorization_code, client_credentials"
+                            ))
+                            .field(f("oauth.grant")));
+                        }
+                    };
+                    let client_id = o.client_id.as_deref().map(|v| expand::expand(v, &f("oauth.client_id"), source)).transpose()?;
+                    let client_secret = o
+                        .client_secret
+                        .as_deref()
+                        .map(|v| expand::expand(v, &f("oauth.client_secret"), source).map(Secret::new))
+                        .transpose()?;
+                    if client_credentials && (client_id.is_none() || client_secret.is_none()) {
+                        return Err(ConfigError::new("the client_credentials grant needs client_id and client_secret")
+                            .field(f("oauth")));
+                    }
+                    if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+                        return Err(ConfigError::new("give an Authorization header or `oauth`, not both").field(f("oauth")));
+                    }
+                    Some(OAuthConfig { client_credentials, client_id, client_secret, scopes: o.scopes.clone() })
+                }
+            };
+            ServerKind::Http { url, headers, legacy_sse, oauth }
         }
     };
-    if matches!(kind, ServerKind::Stdio { .. }) && (!s.headers.is_empty() || s.transport.is_some()) {
-        return Err(ConfigError::new("`headers` and `transport` are for `url` servers").field(f("headers")));
+    if matches!(kind, ServerKind::Stdio { .. }) && (!s.headers.is_empty() || s.transport.is_some() || s.oauth.is_some()) {
+        return Err(ConfigError::new("`headers`, `transport` and `oauth` are for `url` servers").field(f("headers")));
     }
     let prefix = s.prefix.unwrap_or_else(|| name.to_owned());
     if prefix.is_empty() && !single {

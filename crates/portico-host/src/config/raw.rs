@@ -121,6 +121,10 @@ pub struct RawServer {
     /// Headers sent with every HTTP request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// `[servers.NAME.oauth]`: OAuth 2.1 for this HTTP server (tokens kept in the state
+    /// directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<RawOAuth>,
     /// `false` keeps the server configured but stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
@@ -177,6 +181,25 @@ pub struct RawServer {
     /// (unless a policy rule says otherwise). Annotations of untrusted servers are ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trusted: Option<bool>,
+}
+
+/// `[servers.NAME.oauth]`: how the gateway gets tokens for an HTTP server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RawOAuth {
+    /// `authorization_code` (a person signs in in a browser; the default) or
+    /// `client_credentials` (machine to machine, needs `client_id` and `client_secret`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    /// A pre-registered client id (else the server's dynamic registration is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Its secret (use `${VAR}` or `${file:…}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for beyond what the server's challenge names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// `[servers.NAME.restart]`: exponential backoff with jitter.

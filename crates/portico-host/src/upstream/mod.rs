@@ -100,6 +100,8 @@ struct Shared {
     config: ServerConfig,
     info: Implementation,
     ping: Option<Duration>,
+    /// Where tokens are kept.
+    state_dir: std::path::PathBuf,
     status: Mutex<UpstreamStatus>,
     tail: Arc<Mutex<Tail>>,
     client: watch::Sender<Option<Arc<Client>>>,
@@ -142,6 +144,7 @@ impl Upstream {
         config: ServerConfig,
         info: Implementation,
         ping: Option<Duration>,
+        state_dir: std::path::PathBuf,
         changes: watch::Sender<u64>,
     ) -> Upstream {
         let kind = match config.kind {
@@ -172,6 +175,7 @@ impl Upstream {
             limit: Semaphore::new(config.max_concurrent),
             info,
             ping,
+            state_dir,
             status: Mutex::new(status),
             tail: Arc::default(),
             client: watch::channel(None).0,
@@ -576,11 +580,14 @@ async fn open(
             child = Some(handle);
             bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("handshake failed: {e}"))
         }
-        ServerKind::Http { url, headers, .. } => {
+        ServerKind::Http { url, headers, oauth, .. } => {
             let mut transport =
                 HttpClientTransport::new(url.clone()).max_message_size(config.max_result_bytes + 64 * 1024);
             for (k, v) in headers {
                 transport = transport.header(k.as_str(), v.expose());
+            }
+            if let Some(oauth) = oauth {
+                transport = transport.auth(oauth_client(shared, oauth).await?);
             }
             bounded(shared, deadline, builder.connect(transport)).await.map_err(|e| format!("cannot connect: {e}"))
         }
@@ -589,6 +596,40 @@ async fn open(
         Ok(client) => Ok((Arc::new(client), child)),
         Err(e) => Err(abandon(shared, None, child, e, primary).await),
     }
+}
+
+/// The OAuth client of an HTTP upstream: tokens in `<state_dir>/tokens/<server>.json` (mode
+/// 0600); with the authorization code grant, the sign-in URL is logged for the person (the
+/// redirect comes back to a loopback listener).
+async fn oauth_client(shared: &Shared, oauth: &crate::config::OAuthConfig) -> Result<portico::auth::OAuthClient, String> {
+    use portico::auth::{FileTokenStore, GrantType, LoopbackRedirect, OAuthClient};
+    let name = shared.config.name.clone();
+    let dir = shared.state_dir.join("tokens");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+    }
+    let store = FileTokenStore::new(dir.join(format!("{name}.json")));
+    let mut builder = OAuthClient::builder().client_name(shared.info.name.clone()).token_store(store);
+    if let Some(id) = &oauth.client_id {
+        builder = builder.client_credentials(id.clone(), oauth.client_secret.as_ref().map(|s| s.expose().to_owned()));
+    }
+    for scope in &oauth.scopes {
+        builder = builder.scope(scope.clone());
+    }
+    if oauth.client_credentials {
+        builder = builder.grant(GrantType::ClientCredentials);
+    } else {
+        let redirect = LoopbackRedirect::bind(0, move |url| {
+            tracing::warn!(target: "portico::auth", server = %name, "sign in to use server `{name}`: {url}");
+        })
+        .await
+        .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
+        builder = builder.redirect(redirect);
+    }
+    builder.build().map_err(|e| format!("OAuth: {e}"))
 }
 
 /// Runs a step of starting up until it ends, the startup deadline passes, or the upstream is
