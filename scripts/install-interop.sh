@@ -11,3 +11,5 @@ fi
 echo "server-everything: $("$dir/node_modules/.bin/mcp-server-everything" --version 2>/dev/null || echo installed)"
 # The OpenID provider of the resource-server tests.
 bash scripts/install-oidc.sh
+# The official Python and TypeScript SDKs the gateway's interop tests use (crates/portico-cli/tests/interop.rs).
+bash scripts/install-host-interop.sh

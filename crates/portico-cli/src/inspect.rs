@@ -10,12 +10,22 @@ use portico::client::{CallOptions, Client};
 use portico::schema::{CallToolResult, Implementation, Tool};
 use portico::transport::child::{ChildHandle, ChildProcess};
 use portico::transport::http::client::HttpClientTransport;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
 use portico_host::Host;
+use portico_host::oversight::Supervisor;
 use portico_host::upstream::State;
 use serde_json::{Map, Value};
 
 use crate::output;
 use crate::{Failure, load_config};
+
+/// Set while the terminal shows an approval question, so the spinner waits.
+pub(crate) fn paused() -> Arc<AtomicBool> {
+    static PAUSED: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    PAUSED.get_or_init(|| Arc::new(AtomicBool::new(false))).clone()
+}
 
 /// How long `servers`, `tools` and the rest wait for upstreams to start.
 const STARTUP: Duration = Duration::from_secs(30);
@@ -56,8 +66,24 @@ pub(crate) struct PromptArgs {
 
 /// What the verbs talk to.
 pub(crate) enum Target {
-    Host(Host),
-    Direct { client: Client, child: Option<ChildHandle> },
+    /// The configured host, under its policy; a terminal answers its approvals.
+    Host {
+        host: Host,
+        _terminal: Option<AbortOnDrop>,
+    },
+    Direct {
+        client: Client,
+        child: Option<ChildHandle>,
+    },
+}
+
+/// Stops the terminal approval channel with the command.
+pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A target not yet started (starting needs the runtime).
@@ -77,9 +103,13 @@ impl Pending {
     async fn start(self) -> Result<Target, Failure> {
         match self {
             Pending::Host(config) => {
-                let host = Host::start(config);
+                let supervisor =
+                    Arc::new(Supervisor::new(&config).map_err(|e| Failure::Usage(format!("policy: {e}")))?);
+                let terminal = crate::ask_tty::attach(supervisor.approvals(), paused()).map(AbortOnDrop);
+                supervisor.attach_terminal(terminal.is_some());
+                let host = Host::with_oversight(config, supervisor);
                 host.ready(STARTUP).await;
-                Ok(Target::Host(host))
+                Ok(Target::Host { host, _terminal: terminal })
             }
             Pending::Direct(spec) => connect_direct(&spec).await,
         }
@@ -88,7 +118,7 @@ impl Pending {
     pub(crate) async fn servers(self, json: bool) -> Result<(), Failure> {
         let target = self.start().await?;
         let result = match &target {
-            Target::Host(host) => {
+            Target::Host { host, .. } => {
                 let statuses = host.statuses();
                 output::servers(&statuses, json);
                 Ok(())
@@ -110,7 +140,7 @@ impl Pending {
     pub(crate) async fn tools(self, json: bool) -> Result<(), Failure> {
         let target = self.start().await?;
         let tools: Result<Vec<(Tool, Option<String>)>, Failure> = match &target {
-            Target::Host(host) => {
+            Target::Host { host, .. } => {
                 Ok(host.registry().tools.values().map(|e| (e.tool.clone(), Some(e.origin.server.clone()))).collect())
             }
             Target::Direct { client, .. } => client
@@ -135,7 +165,7 @@ impl Pending {
         let target = self.start().await?;
         let spinner = output::Spinner::start(&args.name);
         let result: Result<CallToolResult, Failure> = match &target {
-            Target::Host(host) => {
+            Target::Host { host, .. } => {
                 if !host.registry().tools.contains_key(&args.name) {
                     let unavailable = host
                         .statuses()
@@ -172,7 +202,7 @@ impl Pending {
     pub(crate) async fn read(self, args: ReadArgs) -> Result<(), Failure> {
         let target = self.start().await?;
         let result = match &target {
-            Target::Host(host) => {
+            Target::Host { host, .. } => {
                 host.read_resource(&args.uri, None, None).await.map_err(|e| Failure::Unavailable(e.to_string()))
             }
             Target::Direct { client, .. } => {
@@ -192,7 +222,7 @@ impl Pending {
             .collect::<Result<_, _>>()?;
         let target = self.start().await?;
         let result = match &target {
-            Target::Host(host) => {
+            Target::Host { host, .. } => {
                 host.get_prompt(&args.name, pairs, None).await.map_err(|e| Failure::Unavailable(e.to_string()))
             }
             Target::Direct { client, .. } => client
@@ -209,7 +239,7 @@ impl Pending {
 impl Target {
     async fn close(self) {
         match self {
-            Target::Host(host) => host.shutdown().await,
+            Target::Host { host, .. } => host.shutdown().await,
             Target::Direct { client, child } => {
                 client.close().await;
                 if let Some(child) = child {

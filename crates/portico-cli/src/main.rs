@@ -5,9 +5,11 @@
 //! Exit codes: 0 ok; 1 the tool reported an error (`isError`); 2 usage or config error;
 //! 3 upstream unavailable.
 
+mod ask_tty;
 mod config_cmd;
 mod inspect;
 mod output;
+mod policy_cmd;
 mod serve;
 
 use std::path::PathBuf;
@@ -51,6 +53,9 @@ enum Command {
     /// Import or check configs.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
+    /// Explain policy decisions; list and revoke stored "always allow" answers.
+    #[command(subcommand)]
+    Policy(policy_cmd::PolicyCommand),
 }
 
 /// `--json`: machine output.
@@ -133,6 +138,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Read(args) => target()?.read(args).await,
         Command::Prompt(args) => target()?.prompt(args).await,
         Command::Config(cmd) => config_cmd::run(cli.config.as_deref(), cmd),
+        Command::Policy(cmd) => policy_cmd::run(cli.config.as_deref(), cmd).await,
     }
 }
 

@@ -172,7 +172,12 @@ impl Spinner {
                 // Only a call that takes a while gets a spinner.
                 tokio::time::sleep(std::time::Duration::from_millis(300)).await;
                 let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+                let paused = crate::inspect::paused();
                 for i in 0usize.. {
+                    if paused.load(std::sync::atomic::Ordering::SeqCst) {
+                        tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+                        continue;
+                    }
                     let text = message.lock().map(|m| m.clone()).unwrap_or_default();
                     eprint!("\r\x1b[2K{} {what} {text}", frames[i % frames.len()]);
                     tokio::time::sleep(std::time::Duration::from_millis(80)).await;

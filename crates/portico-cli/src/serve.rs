@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use std::sync::Arc;
+
 use portico_host::Host;
 use portico_host::gateway::Gateway;
+use portico_host::oversight::Supervisor;
 use tokio::net::TcpListener;
 
 use crate::{Failure, config_path, load_config};
@@ -24,23 +27,54 @@ pub(crate) struct ServeArgs {
     /// Don't watch the config file for changes.
     #[arg(long)]
     no_watch: bool,
-    /// How long to wait for upstreams before serving, in seconds.
+    /// How long the first listings wait for upstreams to start, in seconds. The handshake is
+    /// answered at once; upstreams that start later join with a `list_changed`.
     #[arg(long, default_value_t = 30.0)]
     startup_wait: f64,
+    /// Serve the admin API (approvals, servers, tools) at ADDR; without ADDR, `[admin] listen`
+    /// or 127.0.0.1:8766. It needs the token in the state directory's `admin-token`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
+    admin: Option<String>,
 }
 
 pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Failure> {
     let path = config_path(config)?;
     let loaded = load_config(Some(&path))?;
     let listen = loaded.gateway.listen;
-    let host = Host::start(loaded);
-    let gateway = Gateway::new(host.clone());
+    let supervisor = Arc::new(Supervisor::new(&loaded).map_err(|e| Failure::Usage(e.to_string()))?);
+    let admin = match &args.admin {
+        None => None,
+        Some(addr) => {
+            let addr: SocketAddr = if addr.is_empty() {
+                loaded.admin.listen
+            } else {
+                addr.parse().map_err(|e| Failure::Usage(format!("--admin {addr}: {e}")))?
+            };
+            let token = portico_host::admin::token(&loaded).map_err(|e| Failure::Usage(format!("admin token: {e}")))?;
+            let listener = TcpListener::bind(addr)
+                .await
+                .map_err(|e| Failure::Usage(format!("cannot listen on {addr} (admin): {e}")))?;
+            Some((listener, token))
+        }
+    };
+    let host = Host::with_oversight(loaded, supervisor.clone());
     let wait = Duration::try_from_secs_f64(args.startup_wait).unwrap_or(Duration::from_secs(30));
-    host.ready(wait).await;
+    let gateway = Gateway::with_startup_wait(host.clone(), wait);
+    if let Some((listener, token)) = admin {
+        let bound = listener.local_addr().map_err(|e| Failure::Usage(format!("admin: {e}")))?;
+        let admin = portico_host::admin::Admin::new(host.clone(), supervisor.approvals().clone(), token, bound);
+        supervisor.attach_http(true);
+        eprintln!("portico: admin API on http://{bound} (token in the state directory's admin-token)");
+        tokio::spawn(async move {
+            if let Err(e) = admin.serve(listener, shutdown_signal()).await {
+                eprintln!("portico: the admin API stopped: {e}");
+            }
+        });
+    }
     let _watcher = if args.no_watch { None } else { watch(&path, host.clone()) };
     let result = match args.http {
         None => {
-            announce(&host, "stdio");
+            announce_when_ready(&host, &gateway, wait, "stdio".to_owned());
             tokio::select! {
                 r = gateway.serve_stdio() => r.map_err(|e| Failure::Usage(format!("stdio: {e}"))),
                 () = shutdown_signal() => Ok(()),
@@ -57,7 +91,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             let listener =
                 TcpListener::bind(addr).await.map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
             let bound = listener.local_addr().map_or(addr, |a| a);
-            announce(&host, &format!("http://{bound}/mcp"));
+            announce_when_ready(&host, &gateway, wait, format!("http://{bound}/mcp"));
             gateway
                 .http()
                 .build()
@@ -68,6 +102,17 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     };
     host.shutdown().await;
     result
+}
+
+/// Tells the person on stderr what is served, once the upstreams have started (serving began
+/// already: the handshake never waits for upstreams).
+fn announce_when_ready(host: &Host, gateway: &Gateway, wait: Duration, on: String) {
+    let (host, gateway) = (host.clone(), gateway.clone());
+    tokio::spawn(async move {
+        host.ready(wait).await;
+        gateway.synced(Duration::from_secs(1)).await;
+        announce(&host, &on);
+    });
 }
 
 /// Tells the person on stderr what is being served.

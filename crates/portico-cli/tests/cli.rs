@@ -32,8 +32,11 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// A config that lets every call through (policy is tested on its own below).
 fn config(dir: &Path, servers: &str) -> PathBuf {
-    let text = format!("[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n{servers}");
+    let text = format!(
+        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n{servers}"
+    );
     write(dir, "portico.toml", &text)
 }
 
@@ -260,4 +263,24 @@ fn serve_stdio_to_a_real_client() {
         assert!(status.success(), "{status}");
         assert!(upstreams.iter().all(|p| !alive(*p)), "upstreams left running");
     });
+}
+
+#[test]
+fn calls_go_through_policy_and_an_ask_without_anyone_to_ask_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "[gateway]\nstate_dir = \"state\"\n\n[[policy.rules]]\nname = \"no-sleeping\"\ntool = \"*__sleep\"\ndecision = \"deny\"\nreason = \"sleeping wastes time\"\n\n{}",
+        ev("ev")
+    );
+    let cfg = write(dir.path(), "portico.toml", &text);
+    let c = cfg.to_str().expect("utf-8");
+    // A rule denies: the tool error says which rule and why.
+    let (code, out, _) = run(portico().args(["call", "ev__sleep", "ms=1", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("no-sleeping") && out.contains("sleeping wastes time"), "{out}");
+    // No rule matches and the server is not trusted: the default asks; with no terminal, no
+    // client form and no admin API, nobody can be asked, so the call is refused, saying so.
+    let (code, out, _) = run(portico().args(["call", "ev__add", "a=1", "b=2", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("needs a person's approval"), "{out}");
 }

@@ -25,8 +25,11 @@ impl jsonschema::Retrieve for NoRetrieval {
 /// Compiled output schemas, by exposed tool name and schema (recompiled when either changes).
 #[derive(Default)]
 pub(crate) struct OutputSchemas {
-    compiled: Mutex<HashMap<String, (Value, Option<Arc<jsonschema::Validator>>)>>,
+    compiled: Mutex<HashMap<String, Compiled>>,
 }
+
+/// A schema as last seen, and its validator (`None`: it did not compile).
+type Compiled = (Value, Option<Arc<jsonschema::Validator>>);
 
 impl OutputSchemas {
     /// `Some(message)` when `result`'s structured content does not match `tool`'s output
@@ -170,5 +173,55 @@ mod tests {
             _ => String::new(),
         };
         assert!(last.contains("truncated by Portico"), "{last}");
+    }
+}
+
+/// The `_meta` key a stateless-era result names its server under; an upstream's must not reach
+/// the gateway's clients as if it were the gateway's.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Drops what belongs to the upstream's connection, not to the answer, from a result's `_meta`.
+pub(crate) fn strip_meta(meta: &mut Option<portico::schema::Meta>) {
+    if let Some(m) = meta {
+        m.remove(SERVER_INFO_META);
+        if m.is_empty() {
+            *meta = None;
+        }
+    }
+}
+
+/// Rewrites the URIs in `contents` read from `server` to what the gateway offers: a URI the
+/// registry scopes (`portico:<server>/<uri>`) is given that way, so a client can read it again.
+pub(crate) fn expose_contents(
+    registry: &crate::registry::Registry,
+    server: &str,
+    contents: &mut [portico::schema::ResourceContents],
+) {
+    use portico::schema::ResourceContents;
+    for c in contents {
+        let uri = match c {
+            ResourceContents::Text(t) => &mut t.uri,
+            ResourceContents::Blob(b) => &mut b.uri,
+            #[allow(unreachable_patterns)]
+            _ => continue,
+        };
+        if let Some(exposed) = registry.exposed_uri(server, uri) {
+            *uri = exposed;
+        }
+    }
+}
+
+/// Rewrites resource links and embedded resources in a tool result from `server` the same way.
+pub(crate) fn expose_blocks(registry: &crate::registry::Registry, server: &str, blocks: &mut [ContentBlock]) {
+    for block in blocks {
+        match block {
+            ContentBlock::ResourceLink(l) => {
+                if let Some(exposed) = registry.exposed_uri(server, &l.uri) {
+                    l.uri = exposed;
+                }
+            }
+            ContentBlock::Resource(r) => expose_contents(registry, server, std::slice::from_mut(&mut r.resource)),
+            _ => {}
+        }
     }
 }

@@ -9,10 +9,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use portico::middleware::{McpRequest, McpResponse};
 use portico::schema::{CompleteRequestParams, ServerCapabilities};
 use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
 use portico::transport::http::server::StreamableHttp;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::host::{Host, HostError};
 use crate::registry::Registry;
@@ -22,13 +24,23 @@ use crate::registry::Registry;
 pub struct Gateway {
     host: Host,
     server: Server,
+    /// The registry the server offers now.
+    shown: watch::Sender<Arc<Registry>>,
 }
 
 impl Gateway {
     /// A server offering `host`'s registry, following its changes until the host shuts down.
+    /// Listings and calls that arrive before the upstreams have started (at most 30 s) wait
+    /// for them; the handshake does not, so clients connect at once.
     ///
     /// Must be called within a Tokio runtime.
     pub fn new(host: Host) -> Gateway {
+        Gateway::with_startup_wait(host, std::time::Duration::from_secs(30))
+    }
+
+    /// [`new`](Self::new), waiting at most `startup` for upstreams before the first listings.
+    pub fn with_startup_wait(host: Host, startup: std::time::Duration) -> Gateway {
+        let (ready_tx, ready) = watch::channel(false);
         let info = host.info().clone();
         let completer = host.clone();
         let server = Server::builder(info)
@@ -43,22 +55,38 @@ impl Gateway {
             .with_tools()
             .with_prompts()
             .with_resources()
+            .layer(StartupGate { ready, within: startup })
             .build();
-        let gateway = Gateway { host, server };
+        let gateway = Gateway { host, server, shown: watch::channel(Arc::new(Registry::default())).0 };
         let mut registry = gateway.host.watch_registry();
-        let weak = gateway.clone();
+        // What the host has now is offered before `new` returns; changes follow in the task.
+        let first = registry.borrow_and_update().clone();
+        gateway.apply(&Registry::default(), &first);
+        gateway.shown.send_replace(first);
+        let starting = gateway.clone();
         tokio::spawn(async move {
-            let mut shown = Arc::new(Registry::default());
-            loop {
+            starting.host.ready(startup).await;
+            starting.synced(std::time::Duration::from_secs(1)).await;
+            let _ = ready_tx.send(true);
+        });
+        let sync = gateway.clone();
+        tokio::spawn(async move {
+            while registry.changed().await.is_ok() {
                 let next = registry.borrow_and_update().clone();
-                weak.apply(&shown, &next);
-                shown = next;
-                if registry.changed().await.is_err() {
-                    return;
-                }
+                let shown = sync.shown.borrow().clone();
+                sync.apply(&shown, &next);
+                sync.shown.send_replace(next);
             }
         });
         gateway
+    }
+
+    /// Waits until the server offers what the host's registry holds now (the copy into the
+    /// SDK server runs in the background), at most `within`.
+    pub async fn synced(&self, within: std::time::Duration) {
+        let target = self.host.registry();
+        let mut shown = self.shown.subscribe();
+        let _ = tokio::time::timeout(within, shown.wait_for(|s| Arc::ptr_eq(s, &target) || **s == *target)).await;
     }
 
     /// The SDK server, to serve over any transport or mount in an axum app.
@@ -94,9 +122,10 @@ impl Gateway {
     fn apply(&self, old: &Registry, new: &Registry) {
         self.server.edit(|edit| {
             if old.tools != new.tools {
-                edit.retain_tools(|name| new.tools.contains_key(name));
+                let shown = |name: &str| new.tools.get(name).is_some_and(|e| !self.host.hides(e));
+                edit.retain_tools(|name| shown(name));
                 for (name, entry) in &new.tools {
-                    if old.tools.get(name) == Some(entry) {
+                    if old.tools.get(name) == Some(entry) || self.host.hides(entry) {
                         continue;
                     }
                     let host = self.host.clone();
@@ -169,5 +198,67 @@ fn handler_error(e: HostError) -> HandlerError {
             HandlerError::wire(portico::schema::ErrorObject::new(portico::schema::ErrorCode(code), message))
         }
         other => HandlerError::internal(other.to_string()),
+    }
+}
+
+/// Holds listings and calls until the upstreams have started (or `within` passed), so a
+/// client's first `tools/list` is complete; everything else (the handshake, `ping`) passes.
+#[derive(Clone)]
+struct StartupGate {
+    ready: watch::Receiver<bool>,
+    within: std::time::Duration,
+}
+
+impl<S> tower::Layer<S> for StartupGate {
+    type Service = Gated<S>;
+
+    fn layer(&self, inner: S) -> Gated<S> {
+        Gated { inner, ready: self.ready.clone(), within: self.within }
+    }
+}
+
+#[derive(Clone)]
+struct Gated<S> {
+    inner: S,
+    ready: watch::Receiver<bool>,
+    within: std::time::Duration,
+}
+
+impl<S> tower::Service<McpRequest> for Gated<S>
+where
+    S: tower::Service<McpRequest, Response = McpResponse> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = McpResponse;
+    type Error = S::Error;
+    type Future = futures_util::future::BoxFuture<'static, Result<McpResponse, S::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: McpRequest) -> Self::Future {
+        let gated = !*self.ready.borrow()
+            && matches!(
+                req.method(),
+                "tools/list"
+                    | "prompts/list"
+                    | "resources/list"
+                    | "resources/templates/list"
+                    | "tools/call"
+                    | "prompts/get"
+                    | "resources/read"
+            );
+        // The ready service goes with this call; a fresh clone waits for the next.
+        let fresh = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        let mut ready = self.ready.clone();
+        let within = self.within;
+        Box::pin(async move {
+            if gated {
+                let _ = tokio::time::timeout(within, ready.wait_for(|r| *r)).await;
+            }
+            inner.call(req).await
+        })
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use crate::config::{Config, ServerConfig};
 use crate::registry::{Catalog, Origin, Registry};
-use crate::router::{Answer, Call, Method, Outcome, Oversight, Unsupervised, Verdict};
+use crate::router::{Answer, Call, Method, Outcome, Oversight, Review, Unsupervised, Verdict};
 use crate::upstream::{State, Upstream, UpstreamError, UpstreamStatus};
 
 /// How long changes from upstreams are gathered before the registry is rebuilt once.
@@ -127,8 +127,7 @@ impl Host {
     fn start_upstream(&self, server: ServerConfig, config: &Config) -> Upstream {
         let lazy = server.lazy;
         let name = server.name.clone();
-        let up =
-            Upstream::start(
+        let up = Upstream::start(
             server,
             self.inner.info.clone(),
             config.gateway.ping_interval,
@@ -209,8 +208,9 @@ impl Host {
             principal: principal(cx),
             request: cx,
         };
-        if let Verdict::Deny(reason) = self.inner.oversight.before(&call).await {
-            self.inner.oversight.after(&call, &Outcome::Refused(&reason)).await;
+        let verdict = self.inner.oversight.before(&call).await;
+        if let Some(reason) = &verdict.refusal {
+            self.inner.oversight.after(&call, &verdict, &Outcome::Refused(reason)).await;
             return tool_error(format!("refused: {reason}"));
         }
         let Some(up) = self.upstream(&origin.server) else {
@@ -218,18 +218,26 @@ impl Host {
         };
         match up.call_tool(&origin.name, arguments.clone(), cx).await {
             Ok(result) => {
-                let result = match self.inner.output_schemas.check(&entry.tool, &result) {
+                let mut result = result;
+                crate::checks::expose_blocks(&registry, &origin.server, &mut result.content);
+                let mut result = match self.inner.output_schemas.check(&entry.tool, &result) {
                     None => result,
                     Some(why) => {
                         tool_error(format!("server `{}` returned a result that was withheld: {why}", origin.server))
                     }
                 };
-                self.inner.oversight.after(&call, &Outcome::Answered(Answer::Tool(&result))).await;
+                if verdict.review_result
+                    && let Review::Withhold(why) =
+                        self.inner.oversight.review(&call, &verdict, Answer::Tool(&result)).await
+                {
+                    result = tool_error(format!("the result was withheld by the person reviewing it: {why}"));
+                }
+                self.inner.oversight.after(&call, &verdict, &Outcome::Answered(Answer::Tool(&result))).await;
                 result
             }
             Err(e) => {
                 let text = e.to_string();
-                self.inner.oversight.after(&call, &Outcome::Failed(&text)).await;
+                self.inner.oversight.after(&call, &verdict, &Outcome::Failed(&text)).await;
                 tool_error(text)
             }
         }
@@ -262,12 +270,15 @@ impl Host {
             principal: principal(cx),
             request: cx,
         };
-        self.pass(&call).await?;
+        let verdict = self.pass(&call).await?;
         let up = self
             .upstream(&origin.server)
             .ok_or_else(|| HostError::NotFound { what: "resource", name: uri.to_owned() })?;
-        let result = up.read_resource(&origin.name).await;
-        self.finish(&call, result.as_ref().map(Answer::Resource)).await;
+        let mut result = up.read_resource(&origin.name).await;
+        if let Ok(r) = &mut result {
+            crate::checks::expose_contents(&registry, &origin.server, &mut r.contents);
+        }
+        self.finish(&call, &verdict, result.as_ref().map(Answer::Resource)).await?;
         Ok(result?)
     }
 
@@ -294,12 +305,17 @@ impl Host {
             principal: principal(cx),
             request: cx,
         };
-        self.pass(&call).await?;
+        let verdict = self.pass(&call).await?;
         let up = self
             .upstream(&entry.origin.server)
             .ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
-        let result = up.get_prompt(&entry.origin.name, arguments).await;
-        self.finish(&call, result.as_ref().map(Answer::Prompt)).await;
+        let mut result = up.get_prompt(&entry.origin.name, arguments).await;
+        if let Ok(r) = &mut result {
+            for m in &mut r.messages {
+                crate::checks::expose_blocks(&registry, &entry.origin.server, std::slice::from_mut(&mut m.content));
+            }
+        }
+        self.finish(&call, &verdict, result.as_ref().map(Answer::Prompt)).await?;
         Ok(result?)
     }
 
@@ -337,20 +353,41 @@ impl Host {
         Ok(up.complete(params).await?)
     }
 
-    async fn pass(&self, call: &Call<'_>) -> Result<(), HostError> {
-        match self.inner.oversight.before(call).await {
-            Verdict::Allow => Ok(()),
-            Verdict::Deny(reason) => {
-                self.inner.oversight.after(call, &Outcome::Refused(&reason)).await;
-                Err(HostError::Refused(reason))
+    async fn pass(&self, call: &Call<'_>) -> Result<Verdict, HostError> {
+        let verdict = self.inner.oversight.before(call).await;
+        match &verdict.refusal {
+            None => Ok(verdict),
+            Some(reason) => {
+                self.inner.oversight.after(call, &verdict, &Outcome::Refused(reason)).await;
+                Err(HostError::Refused(reason.clone()))
             }
         }
     }
 
-    async fn finish(&self, call: &Call<'_>, result: Result<Answer<'_>, &UpstreamError>) {
+    /// Reviews (when asked) and records a read's or a prompt's answer; a withheld one becomes
+    /// an error.
+    async fn finish(
+        &self,
+        call: &Call<'_>,
+        verdict: &Verdict,
+        result: Result<Answer<'_>, &UpstreamError>,
+    ) -> Result<(), HostError> {
         match result {
-            Ok(answer) => self.inner.oversight.after(call, &Outcome::Answered(answer)).await,
-            Err(e) => self.inner.oversight.after(call, &Outcome::Failed(&e.to_string())).await,
+            Ok(answer) => {
+                if verdict.review_result
+                    && let Review::Withhold(why) = self.inner.oversight.review(call, verdict, answer).await
+                {
+                    let reason = format!("the result was withheld by the person reviewing it: {why}");
+                    self.inner.oversight.after(call, verdict, &Outcome::Refused(&reason)).await;
+                    return Err(HostError::Refused(reason));
+                }
+                self.inner.oversight.after(call, verdict, &Outcome::Answered(answer)).await;
+                Ok(())
+            }
+            Err(e) => {
+                self.inner.oversight.after(call, verdict, &Outcome::Failed(&e.to_string())).await;
+                Ok(())
+            }
         }
     }
 
@@ -358,6 +395,9 @@ impl Host {
     /// unchanged ones are not touched (their calls in flight go on). The registry follows, and
     /// connected clients get one `list_changed`.
     pub async fn reload(&self, config: Config) -> Reloaded {
+        if let Err(e) = self.inner.oversight.reload(&config) {
+            tracing::error!(target: "portico::host", "the new policy is not used, the old one stays: {e}");
+        }
         let mut done = Reloaded::default();
         let mut stopping = Vec::new();
         {
@@ -410,6 +450,12 @@ impl Host {
             up.stop();
         }
         futures_util::future::join_all(ups.iter().map(Upstream::stopped)).await;
+    }
+
+    /// Whether oversight leaves this tool out of `tools/list`.
+    pub fn hides(&self, entry: &crate::registry::ToolEntry) -> bool {
+        let trusted = read(&self.inner.config).servers.get(&entry.origin.server).is_some_and(|s| s.trusted);
+        self.inner.oversight.hides(entry, trusted)
     }
 
     /// Whether every enabled upstream is ready.

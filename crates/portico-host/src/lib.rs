@@ -40,6 +40,8 @@ pub mod config;
 pub mod gateway;
 mod host;
 pub mod names;
+pub mod oversight;
+pub mod policy;
 pub mod registry;
 pub mod router;
 pub mod upstream;

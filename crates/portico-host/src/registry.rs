@@ -296,6 +296,23 @@ impl Registry {
         Some(Origin { server: server.to_owned(), name: rest.to_owned() })
     }
 
+    /// The URI the gateway offers for `uri` of `server` when that differs: the scoped form
+    /// (`portico:<server>/<uri>`) when the registry scopes the URI or a template of `server`
+    /// is scoped; `None` when the URI is offered as it is.
+    pub fn exposed_uri(&self, server: &str, uri: &str) -> Option<String> {
+        let scoped = scoped_uri(server, uri);
+        if self.resources.contains_key(&scoped) {
+            return Some(scoped);
+        }
+        if self.resources.get(uri).is_some_and(|e| e.origin.server == server) {
+            return None;
+        }
+        // A URI made from a template: scoped when this server's templates are.
+        let templated =
+            self.templates.values().any(|t| t.origin.server == server && t.template.uri_template.starts_with(SCOPE));
+        templated.then_some(scoped)
+    }
+
     /// The servers whose templates could produce `uri` (scoped ones resolved by
     /// [`resolve_uri`](Self::resolve_uri)), in order.
     pub fn template_servers(&self) -> Vec<String> {

@@ -96,28 +96,79 @@ pub enum Answer<'a> {
     Prompt(&'a GetPromptResult),
 }
 
-/// Whether a call may go on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Whether a call may go on, and the decision as the activity log records it.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub enum Verdict {
-    /// Go on.
-    Allow,
-    /// Stop, with the reason the caller is given.
-    Deny(String),
+pub struct Verdict {
+    /// `None`: go on. `Some(reason)`: refused, with the reason the caller is given.
+    pub refusal: Option<String>,
+    /// Hold the result for a person's review before it goes back to the model.
+    pub review_result: bool,
+    /// The decision for the record: rule, reason, approval (channel, who, when, scope).
+    pub record: Value,
 }
 
-/// The hooks every call passes: before it reaches the upstream and after it ends.
+impl Verdict {
+    /// Go on, nothing to record.
+    pub fn allow() -> Verdict {
+        Verdict { refusal: None, review_result: false, record: Value::Null }
+    }
+
+    /// Refuse with `reason`.
+    pub fn deny(reason: impl Into<String>) -> Verdict {
+        Verdict { refusal: Some(reason.into()), review_result: false, record: Value::Null }
+    }
+
+    /// Whether the call may go on.
+    pub fn is_allowed(&self) -> bool {
+        self.refusal.is_none()
+    }
+}
+
+/// What a person's review of a result decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Review {
+    /// The result goes back to the model.
+    Pass,
+    /// The model gets a tool error that says the result was withheld, and why.
+    Withhold(String),
+}
+
+/// The hooks every call passes: before it reaches the upstream, after the upstream answered
+/// (a review, when the verdict asks for one), and when it ends.
 pub trait Oversight: Send + Sync + 'static {
     /// Decides whether `call` goes on (policy; may wait for a person's approval).
     fn before<'a>(&'a self, call: &'a Call<'a>) -> BoxFuture<'a, Verdict> {
         let _ = call;
-        Box::pin(async { Verdict::Allow })
+        Box::pin(async { Verdict::allow() })
+    }
+
+    /// Shows `answer` to a person before it goes back, when `verdict.review_result` is set.
+    fn review<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, answer: Answer<'a>) -> BoxFuture<'a, Review> {
+        let _ = (call, verdict, answer);
+        Box::pin(async { Review::Pass })
     }
 
     /// Sees how `call` ended (the activity log).
-    fn after<'a>(&'a self, call: &'a Call<'a>, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
-        let _ = (call, outcome);
+    fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
+        let _ = (call, verdict, outcome);
         Box::pin(async {})
+    }
+
+    /// Takes a reloaded config (new policy, new trusted servers).
+    ///
+    /// # Errors
+    /// The new config's oversight part is invalid; the old one stays in force.
+    fn reload(&self, config: &crate::config::Config) -> Result<(), String> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// Whether a tool is left out of `tools/list` (a denied tool policy hides).
+    fn hides(&self, entry: &crate::registry::ToolEntry, trusted: bool) -> bool {
+        let _ = (entry, trusted);
+        false
     }
 }
 

@@ -76,7 +76,9 @@ async def run(plan: dict) -> dict:
             entry = {"tool": call["tool"]}
             try:
                 r = await client.call_tool(call["tool"], call.get("args", {}))
-                entry.update(isError=bool(r.is_error), text=text_of(r.content), structured=r.structured_content)
+                entry.update(
+                    isError=bool(r.is_error), text=text_of(r.content), structured=r.structured_content, meta=r.meta
+                )
             except Exception as e:  # recorded, asserted on by the test
                 entry["error"] = error_text(e)
             report["calls"].append(entry)

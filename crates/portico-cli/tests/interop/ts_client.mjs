@@ -12,6 +12,7 @@
 //
 // Prints one JSON object on stdout; each failed step is recorded with its error instead of
 // stopping the run. Exits 0 unless connecting itself failed.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 
@@ -23,7 +24,10 @@ const require = createRequire(join(resolve(prefix), "package.json"));
 const { Client } = require("@modelcontextprotocol/sdk/client/index.js");
 const { StdioClientTransport } = require("@modelcontextprotocol/sdk/client/stdio.js");
 const { StreamableHTTPClientTransport } = require("@modelcontextprotocol/sdk/client/streamableHttp.js");
-const sdkVersion = require("@modelcontextprotocol/sdk/package.json").version;
+// (The package's exports map `./package.json` to dist/cjs's, which has no version.)
+const sdkVersion = JSON.parse(
+  readFileSync(join(resolve(prefix), "node_modules/@modelcontextprotocol/sdk/package.json"), "utf8"),
+).version;
 
 const plan = JSON.parse(planText);
 const timer = setTimeout(() => {
@@ -87,7 +91,12 @@ async function main() {
     const entry = { tool: call.tool };
     try {
       const r = await client.callTool({ name: call.tool, arguments: call.args ?? {} });
-      Object.assign(entry, { isError: !!r.isError, text: textOf(r.content), structured: r.structuredContent ?? null });
+      Object.assign(entry, {
+        isError: !!r.isError,
+        text: textOf(r.content),
+        structured: r.structuredContent ?? null,
+        meta: r._meta ?? null,
+      });
     } catch (e) {
       entry.error = errorText(e);
     }

@@ -136,7 +136,7 @@ fn allowed_host(host: &str, port: u16) -> bool {
 async fn guard(State(admin): State<Admin>, headers: HeaderMap, request: Request, next: Next) -> Response {
     let port = admin.listen.port();
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-    if !allowed_host(host, port) && !(admin.listen.ip().is_unspecified() || host == admin.listen.to_string()) {
+    if !(allowed_host(host, port) || admin.listen.ip().is_unspecified() || host == admin.listen.to_string()) {
         return refuse(StatusCode::FORBIDDEN, "Host is not this listener");
     }
     if let Some(origin) = headers.get(header::ORIGIN) {

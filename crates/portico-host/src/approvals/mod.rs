@@ -184,8 +184,11 @@ pub enum AnswerError {
 
 type SessionKey = (String, u64, String, String);
 
+/// A pending approval and where its answer goes.
+type Slot = (Pending, Option<oneshot::Sender<Answer>>);
+
 struct Inner {
-    pending: Mutex<BTreeMap<String, (Pending, Option<oneshot::Sender<Answer>>)>>,
+    pending: Mutex<BTreeMap<String, Slot>>,
     sessions: Mutex<HashSet<SessionKey>>,
     events: broadcast::Sender<Event>,
     timeout: Duration,

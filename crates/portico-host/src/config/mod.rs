@@ -58,6 +58,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// How approvals are decided.
     pub approvals: ApprovalsConfig,
+    /// `[policy]` as written (checked: it compiles).
+    pub policy: crate::policy::raw::RawPolicy,
 }
 
 /// `[admin]`, validated.
@@ -449,7 +451,8 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
         let validated = validate_server(&name, server, single, base, source)?;
         servers.insert(name, validated);
     }
-    Ok(Config { gateway, servers, admin, approvals })
+    crate::policy::Policy::compile(&raw.policy)?;
+    Ok(Config { gateway, servers, admin, approvals, policy: raw.policy })
 }
 
 fn legal_name_char(c: char) -> bool {
@@ -542,7 +545,8 @@ fn validate_server(
                             .field(f("oauth.grant")));
                         }
                     };
-                    let client_id = o.client_id.as_deref().map(|v| expand::expand(v, &f("oauth.client_id"), source)).transpose()?;
+                    let client_id =
+                        o.client_id.as_deref().map(|v| expand::expand(v, &f("oauth.client_id"), source)).transpose()?;
                     let client_secret = o
                         .client_secret
                         .as_deref()
@@ -553,7 +557,9 @@ fn validate_server(
                             .field(f("oauth")));
                     }
                     if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
-                        return Err(ConfigError::new("give an Authorization header or `oauth`, not both").field(f("oauth")));
+                        return Err(
+                            ConfigError::new("give an Authorization header or `oauth`, not both").field(f("oauth"))
+                        );
                     }
                     Some(OAuthConfig { client_credentials, client_id, client_secret, scopes: o.scopes.clone() })
                 }
@@ -561,7 +567,8 @@ fn validate_server(
             ServerKind::Http { url, headers, legacy_sse, oauth }
         }
     };
-    if matches!(kind, ServerKind::Stdio { .. }) && (!s.headers.is_empty() || s.transport.is_some() || s.oauth.is_some()) {
+    if matches!(kind, ServerKind::Stdio { .. }) && (!s.headers.is_empty() || s.transport.is_some() || s.oauth.is_some())
+    {
         return Err(ConfigError::new("`headers`, `transport` and `oauth` are for `url` servers").field(f("headers")));
     }
     let prefix = s.prefix.unwrap_or_else(|| name.to_owned());

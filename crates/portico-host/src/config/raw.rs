@@ -24,6 +24,9 @@ pub struct RawConfig {
     /// `[approvals]`: how calls that policy asks about are decided.
     #[serde(default, skip_serializing_if = "RawApprovals::is_default")]
     pub approvals: RawApprovals,
+    /// `[policy]`: rules and defaults.
+    #[serde(default, skip_serializing_if = "crate::policy::raw::RawPolicy::is_empty")]
+    pub policy: crate::policy::raw::RawPolicy,
 }
 
 /// `[admin]`: the admin listener, separate from the MCP endpoint.

@@ -357,7 +357,8 @@ impl Upstream {
             // Progress sent before the result is passed on first; the sender went with the call.
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
-        let result = result.map_err(|e| self.lost(&e))?;
+        let mut result = result.map_err(|e| self.lost(&e))?;
+        crate::checks::strip_meta(&mut result.meta);
         // A tool result over the cap is cut and marked rather than refused.
         match self.check_size(&result) {
             Ok(()) => Ok(result),
@@ -373,10 +374,11 @@ impl Upstream {
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, UpstreamError> {
         let client = self.client().await?;
         let _permit = self.acquire().await?;
-        let result = tokio::time::timeout(self.shared.config.timeout, client.read_resource(uri))
+        let mut result = tokio::time::timeout(self.shared.config.timeout, client.read_resource(uri))
             .await
             .map_err(|_| self.timeout())?
             .map_err(|e| self.lost(&e))?;
+        crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
     }
@@ -392,10 +394,11 @@ impl Upstream {
     ) -> Result<GetPromptResult, UpstreamError> {
         let client = self.client().await?;
         let _permit = self.acquire().await?;
-        let result = tokio::time::timeout(self.shared.config.timeout, client.get_prompt(name, arguments))
+        let mut result = tokio::time::timeout(self.shared.config.timeout, client.get_prompt(name, arguments))
             .await
             .map_err(|_| self.timeout())?
             .map_err(|e| self.lost(&e))?;
+        crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
     }
@@ -601,7 +604,10 @@ async fn open(
 /// The OAuth client of an HTTP upstream: tokens in `<state_dir>/tokens/<server>.json` (mode
 /// 0600); with the authorization code grant, the sign-in URL is logged for the person (the
 /// redirect comes back to a loopback listener).
-async fn oauth_client(shared: &Shared, oauth: &crate::config::OAuthConfig) -> Result<portico::auth::OAuthClient, String> {
+async fn oauth_client(
+    shared: &Shared,
+    oauth: &crate::config::OAuthConfig,
+) -> Result<portico::auth::OAuthClient, String> {
     use portico::auth::{FileTokenStore, GrantType, LoopbackRedirect, OAuthClient};
     let name = shared.config.name.clone();
     let dir = shared.state_dir.join("tokens");

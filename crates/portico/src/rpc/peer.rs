@@ -70,6 +70,8 @@ pub(crate) struct PeerShared {
     close_reason: Mutex<Option<String>>,
     /// Set when the peer's input ended: no response can arrive any more.
     input_closed: std::sync::atomic::AtomicBool,
+    /// Cancelled when the peer's input ends (after `input_closed` is set).
+    input_ended: CancellationToken,
     /// Unique among this process's connections, for as long as it runs.
     pub(crate) id: u64,
 }
@@ -106,6 +108,7 @@ impl Peer {
                 finished: CancellationToken::new(),
                 close_reason: Mutex::new(None),
                 input_closed: std::sync::atomic::AtomicBool::new(false),
+                input_ended: CancellationToken::new(),
                 id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed).unsigned_abs(),
             }),
         }
@@ -115,6 +118,16 @@ impl Peer {
     #[cfg(feature = "http-server")]
     pub(crate) fn with_out(&self, out: mpsc::Sender<Outgoing>) -> Peer {
         Peer { out, shared: self.shared.clone() }
+    }
+
+    /// Waits until the peer's input has ended (it will send nothing more) or the connection
+    /// closed: what a request that only ends when the peer goes away (a `subscriptions/listen`)
+    /// waits for.
+    pub(crate) async fn gone(&self) {
+        tokio::select! {
+            () = self.shared.input_ended.cancelled() => {}
+            () = self.shared.closed.cancelled() => {}
+        }
     }
 
     /// This connection's id (shared by siblings).
@@ -303,6 +316,7 @@ impl Peer {
             }
         }
         self.shared.input_closed.store(true, Ordering::SeqCst);
+        self.shared.input_ended.cancel();
         let drained: Vec<_> = lock(&self.shared.pending).drain().collect();
         drop(drained);
         lock(&self.shared.progress).clear();

@@ -100,7 +100,7 @@ struct Inner {
     config: Config,
     events: broadcast::Sender<Event>,
     /// First pages of `tools/list`, encoded per revision; cleared when tools change.
-    tools_cache: RwLock<Vec<(ProtocolVersion, Bytes)>>,
+    tools_cache: RwLock<ToolsCache>,
     /// Tasks of the tasks extension.
     tasks: tasks::TaskStore,
     /// The middleware stack, built once; `None` without layers.
@@ -115,6 +115,14 @@ struct Config {
     sealer: StateSealer,
     rpc: RpcConfig,
     tasks: tasks::TaskConfig,
+}
+
+/// First pages of `tools/list`, encoded per revision, and the generation of the tool set they
+/// were made from: a page computed before a change is never stored after it.
+#[derive(Default)]
+pub(crate) struct ToolsCache {
+    pub generation: u64,
+    pub pages: Vec<(ProtocolVersion, Bytes)>,
 }
 
 /// Which capabilities are declared.
@@ -358,7 +366,9 @@ impl Server {
     }
 
     fn tools_changed(&self) {
-        crate::rpc::write_lock(&self.inner.tools_cache).clear();
+        let mut cache = crate::rpc::write_lock(&self.inner.tools_cache);
+        cache.pages.clear();
+        cache.generation += 1;
         self.emit(Event::ToolsChanged);
     }
 
@@ -565,7 +575,7 @@ impl ServerBuilder {
                 registry: RwLock::new(self.registry),
                 config: self.config,
                 events,
-                tools_cache: RwLock::new(Vec::new()),
+                tools_cache: RwLock::new(ToolsCache::default()),
                 tasks,
                 middleware,
             }),

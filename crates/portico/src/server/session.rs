@@ -485,18 +485,23 @@ impl Session {
 
     fn list_tools(&self, params: Option<&RawValue>, era: &Era) -> Reply {
         let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
-        if first_page
-            && let Some((_, bytes)) =
-                crate::rpc::read_lock(&self.server.inner.tools_cache).iter().find(|(v, _)| *v == era.version)
-        {
-            return Ok(bytes.clone());
-        }
+        let generation = {
+            let cache = crate::rpc::read_lock(&self.server.inner.tools_cache);
+            if first_page && let Some((_, bytes)) = cache.pages.iter().find(|(v, _)| *v == era.version) {
+                return Ok(bytes.clone());
+            }
+            cache.generation
+        };
         let (items, next) = self.list(params, |r| &r.tools)?;
         let mut r = ListToolsResult::new(items);
         r.next_cursor = next;
         let bytes = self.finish_with(r, era, Some(downgrade::list_tools))?;
         if first_page {
-            crate::rpc::write_lock(&self.server.inner.tools_cache).push((era.version, bytes.clone()));
+            let mut cache = crate::rpc::write_lock(&self.server.inner.tools_cache);
+            // The tools changed while this page was made: it may be stale, so it is not kept.
+            if cache.generation == generation {
+                cache.pages.push((era.version, bytes.clone()));
+            }
         }
         Ok(bytes)
     }
@@ -715,7 +720,12 @@ impl Session {
         let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
         let params = serde_json::json!({ "_meta": meta });
         loop {
-            let event = match events.recv().await {
+            // A client that went away (stdin closed) ends its subscription: nothing else would.
+            let received = tokio::select! {
+                r = events.recv() => r,
+                () = peer.gone() => break,
+            };
+            let event = match received {
                 Ok(e) => e,
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Event::ToolsChanged,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => break,

@@ -1,0 +1,267 @@
+//! [`Supervisor`]: the host's oversight — policy, rate limits, approvals and the activity log —
+//! on the one call path ([`crate::router::Oversight`]).
+//!
+//! For each call: policy decides (configured rules first, then stored "always" answers, then
+//! the defaults); a rate limit may refuse; `ask` puts the call to a person ([`Approvals`]); an
+//! answer "always" is stored as a rule. Results of calls whose rule says `review_result` are
+//! shown to a person before they go back. Every call, refused or not, is recorded.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::approvals::{Approvals, Choice, Kind, Pending};
+use crate::config::{ApprovalsConfig, Config};
+use crate::policy::{Action, AlwaysRule, AlwaysStore, Policy, RateLimits, Request};
+use crate::registry::ToolEntry;
+use crate::router::{Answer, Call, Outcome, Oversight, Review, Verdict};
+
+/// What the supervisor decides with; replaced whole on reload.
+struct Rules {
+    policy: Arc<Policy>,
+    trusted: HashSet<String>,
+    approvals: ApprovalsConfig,
+}
+
+/// Policy, rate limits and approvals for every call through the host.
+pub struct Supervisor {
+    rules: RwLock<Arc<Rules>>,
+    rates: RateLimits,
+    approvals: Approvals,
+    store: Option<Arc<AlwaysStore>>,
+    /// An admin listener is serving the approvals API.
+    http_attached: AtomicBool,
+    /// A terminal is answering approvals.
+    terminal_attached: AtomicBool,
+}
+
+impl std::fmt::Debug for Supervisor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Supervisor").finish_non_exhaustive()
+    }
+}
+
+/// Why a supervisor could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SupervisorError {
+    /// The policy does not compile.
+    #[error(transparent)]
+    Policy(#[from] crate::config::ConfigError),
+    /// The store of "always" answers cannot be opened.
+    #[error("the store of \"always allow\" answers: {0}")]
+    Store(String),
+}
+
+impl Supervisor {
+    /// A supervisor for `config`: its `[policy]`, `[approvals]` and trusted servers, with the
+    /// "always" answers kept in the state directory.
+    ///
+    /// # Errors
+    /// An invalid policy, or an unusable state directory.
+    pub fn new(config: &Config) -> Result<Supervisor, SupervisorError> {
+        let store = AlwaysStore::open(&config.gateway.state_dir).map_err(|e| SupervisorError::Store(e.to_string()))?;
+        let store = Arc::new(store);
+        let rules = Self::rules(config, &store)?;
+        Ok(Supervisor {
+            approvals: Approvals::new(config.approvals.timeout),
+            rules: RwLock::new(Arc::new(rules)),
+            rates: RateLimits::new(),
+            store: Some(store),
+            http_attached: AtomicBool::new(false),
+            terminal_attached: AtomicBool::new(false),
+        })
+    }
+
+    fn rules(config: &Config, store: &Arc<AlwaysStore>) -> Result<Rules, SupervisorError> {
+        let policy = Policy::compile(&config.policy)?.with_store(store.clone());
+        let trusted = config.servers.values().filter(|s| s.trusted).map(|s| s.name.clone()).collect();
+        Ok(Rules { policy: Arc::new(policy), trusted, approvals: config.approvals.clone() })
+    }
+
+    /// Takes a reloaded config's policy, trusted servers and approval channels. Calls waiting
+    /// for approval keep waiting; their answers still apply only to them.
+    ///
+    /// # Errors
+    /// An invalid policy; the old one stays in force.
+    pub fn reload(&self, config: &Config) -> Result<(), SupervisorError> {
+        let Some(store) = &self.store else { return Ok(()) };
+        let rules = Self::rules(config, store)?;
+        *self.rules.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(rules);
+        // Buckets are keyed by rule; new rules start with full buckets.
+        self.rates.clear();
+        Ok(())
+    }
+
+    /// Says that the admin API is being served, so approvals can be answered there.
+    pub fn attach_http(&self, on: bool) {
+        self.http_attached.store(on, Ordering::SeqCst);
+    }
+
+    /// Says that a terminal answers approvals (`portico call` on a TTY).
+    pub fn attach_terminal(&self, on: bool) {
+        self.terminal_attached.store(on, Ordering::SeqCst);
+    }
+
+    /// The pending approvals, for the admin API and the web UI.
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.current().policy.clone()
+    }
+
+    fn current(&self) -> Arc<Rules> {
+        self.rules.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    async fn decide(&self, call: &Call<'_>) -> Verdict {
+        let rules = self.current();
+        let trusted = rules.trusted.contains(&call.origin.server);
+        let Some(req) = Request::of_call(call, trusted) else {
+            return Verdict::allow();
+        };
+        let decision = rules.policy.decide(&req);
+        let mut record = json!({
+            "action": decision.action.as_str(),
+            "source": decision.source.to_string(),
+            "reason": decision.reason,
+            "always": decision.always,
+        });
+        if let Err(wait) = self.rates.check(&decision, &req) {
+            record["action"] = json!("deny");
+            record["rate_limited"] = json!(true);
+            let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
+            v.record = record;
+            return v;
+        }
+        let mut verdict = match decision.action {
+            Action::Allow => Verdict::allow(),
+            Action::Deny => Verdict::deny(decision.refusal()),
+            Action::Ask => self.ask(call, &rules, &decision.reason, &mut record).await,
+            #[allow(unreachable_patterns)]
+            _ => Verdict::deny("an unknown decision"),
+        };
+        verdict.review_result = decision.review_result && verdict.is_allowed();
+        verdict.record = record;
+        verdict
+    }
+
+    async fn ask(&self, call: &Call<'_>, rules: &Rules, reason: &Option<String>, record: &mut Value) -> Verdict {
+        let session = call.session();
+        if self.approvals.session_allows(call.principal, session, &call.origin.server, call.exposed) {
+            record["approval"] = json!({ "channel": "session", "choice": "allow_session" });
+            return Verdict::allow();
+        }
+        let cfg = &rules.approvals;
+        let client = call.request.filter(|cx| cfg.client && cx.client_capabilities().supports_elicitation_form());
+        let http = cfg.http && self.http_attached.load(Ordering::SeqCst);
+        let terminal = cfg.terminal && self.terminal_attached.load(Ordering::SeqCst);
+        if client.is_none() && !http && !terminal {
+            return Verdict::deny(
+                "this call needs a person's approval and nobody can be asked: the client cannot show a form \
+                 (elicitation), and neither the admin API (`portico serve --admin`) nor a terminal is answering",
+            );
+        }
+        let pending = pending(call, Kind::Call, call.arguments.clone(), reason.clone());
+        match self.approvals.request(pending, client).await {
+            Ok(answer) => {
+                record["approval"] = json!({
+                    "channel": answer.channel, "who": answer.who, "choice": answer.choice.as_str(),
+                    "at": answer.at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+                });
+                match answer.choice {
+                    Choice::Deny => Verdict::deny(format!("denied by {} ({})", answer.who, answer.channel)),
+                    Choice::AllowAlways => {
+                        if let Some(store) = &self.store {
+                            let rule = AlwaysRule::new(call.origin.server.clone(), call.origin.name.clone())
+                                .method(req_method(call))
+                                .principal(call.principal.to_owned());
+                            if let Err(e) = store.add(rule) {
+                                tracing::warn!(target: "portico::policy", "cannot store the \"always\" answer: {e}");
+                            }
+                        }
+                        Verdict::allow()
+                    }
+                    _ => Verdict::allow(),
+                }
+            }
+            Err(e) => Verdict::deny(e.to_string()),
+        }
+    }
+}
+
+fn req_method(call: &Call<'_>) -> crate::policy::Method {
+    crate::policy::Method::of_call(call.method).unwrap_or(crate::policy::Method::CallTool)
+}
+
+fn pending(call: &Call<'_>, kind: Kind, arguments: Value, reason: Option<String>) -> Pending {
+    Pending {
+        id: String::new(),
+        kind,
+        server: call.origin.server.clone(),
+        exposed: call.exposed.to_owned(),
+        original: call.origin.name.clone(),
+        arguments,
+        reason,
+        principal: call.principal.to_owned(),
+        client: call.client(),
+        session: call.session().map(portico::server::ConnectionId::get),
+        requested_at: std::time::UNIX_EPOCH,
+        expires_at: std::time::UNIX_EPOCH,
+    }
+}
+
+impl Oversight for Supervisor {
+    fn before<'a>(&'a self, call: &'a Call<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(self.decide(call))
+    }
+
+    fn review<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, answer: Answer<'a>) -> BoxFuture<'a, Review> {
+        let _ = verdict;
+        Box::pin(async move {
+            let shown = match answer {
+                Answer::Tool(r) => serde_json::to_value(r),
+                Answer::Resource(r) => serde_json::to_value(r),
+                Answer::Prompt(r) => serde_json::to_value(r),
+                #[allow(unreachable_patterns)]
+                _ => Ok(Value::Null),
+            }
+            .unwrap_or(Value::Null);
+            let rules = self.current();
+            let client = call.request.filter(|_| rules.approvals.client);
+            let pending = pending(call, Kind::Result, shown, Some("the rule asks to review this result".to_owned()));
+            match self.approvals.request(pending, client).await {
+                Ok(a) if a.choice.allows() => Review::Pass,
+                Ok(a) => Review::Withhold(format!("{} ({})", a.who, a.channel)),
+                Err(e) => Review::Withhold(e.to_string()),
+            }
+        })
+    }
+
+    fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
+        let _ = (call, verdict, outcome);
+        Box::pin(async {})
+    }
+
+    fn reload(&self, config: &Config) -> Result<(), String> {
+        Supervisor::reload(self, config).map_err(|e| e.to_string())
+    }
+
+    fn hides(&self, entry: &ToolEntry, trusted: bool) -> bool {
+        let rules = self.current();
+        let trusted = trusted || rules.trusted.contains(&entry.origin.server);
+        rules.policy.hides(
+            &entry.origin.server,
+            &entry.origin.name,
+            &entry.tool.name,
+            entry.tool.annotations.as_ref(),
+            trusted,
+        )
+    }
+}
