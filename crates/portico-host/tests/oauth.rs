@@ -23,14 +23,17 @@ fn installed() -> Option<(PathBuf, PathBuf)> {
     let module = dir.join("oidc-provider/lib/index.js");
     let local = dir.join(".bin/node");
     let node = if local.exists() { local } else { PathBuf::from("node") };
-    if module.exists() && std::process::Command::new(&node).arg("--version").output().is_ok_and(|o| o.status.success()) {
+    if module.exists() && std::process::Command::new(&node).arg("--version").output().is_ok_and(|o| o.status.success())
+    {
         return Some((node, module));
     }
     assert!(
         std::env::var("PORTICO_REQUIRE_INTEROP").as_deref() != Ok("1"),
         "PORTICO_REQUIRE_INTEROP=1 and oidc-provider is missing (scripts/install-oidc.sh)"
     );
-    eprintln!("!! SKIPPED: oidc-provider is not installed (scripts/install-oidc.sh); the OAuth upstream test did NOT run");
+    eprintln!(
+        "!! SKIPPED: oidc-provider is not installed (scripts/install-oidc.sh); the OAuth upstream test did NOT run"
+    );
     None
 }
 
@@ -53,16 +56,20 @@ async fn an_oauth_upstream_is_called_with_the_gateways_own_token() {
         .await
         .expect("provider started")
         .expect("read");
-    let issuer = serde_json::from_str::<serde_json::Value>(&line).expect("json")["issuer"].as_str().expect("issuer").to_owned();
+    let issuer =
+        serde_json::from_str::<serde_json::Value>(&line).expect("json")["issuer"].as_str().expect("issuer").to_owned();
 
     // The protected upstream: its tool reports the client id of the token it was called with.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
     let server = Server::builder(Implementation::new("protected", "1.0.0"))
-        .tool(Tool::new("whoami", object(json!({"type": "object"}))), |_: serde_json::Value, cx: RequestContext| async move {
-            let who = cx.extensions().get::<portico::auth::server::AuthInfo>();
-            who.and_then(|w| w.client_id()).unwrap_or("nobody").to_owned()
-        })
+        .tool(
+            Tool::new("whoami", object(json!({"type": "object"}))),
+            |_: serde_json::Value, cx: RequestContext| async move {
+                let who = cx.extensions().get::<portico::auth::server::AuthInfo>();
+                who.and_then(|w| w.client_id()).unwrap_or("nobody").to_owned()
+            },
+        )
         .build();
     let jwt = JwtValidator::builder(&issuer).algorithms(["ES256", "RS256"]).build().expect("jwt");
     let auth = ResourceServer::builder(&url)
