@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: every crate, every feature. Interop tests use the peers that
-# scripts/install-interop.sh installs (server-everything, and oidc-provider through
-# scripts/install-oidc.sh), and fail when PORTICO_REQUIRE_INTEROP=1 and they are missing.
+# scripts/install-interop.sh installs (server-everything, oidc-provider through
+# scripts/install-oidc.sh, the Python and TypeScript SDKs through scripts/install-host-interop.sh),
+# and fail when PORTICO_REQUIRE_INTEROP=1 and they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-{ [ -x .ci-cache/npm/node_modules/.bin/mcp-server-everything ] && [ -f .ci-cache/oidc/node_modules/oidc-provider/lib/index.js ]; } \
+{ [ -x .ci-cache/npm/node_modules/.bin/mcp-server-everything ] && [ -f .ci-cache/oidc/node_modules/oidc-provider/lib/index.js ] \
+  && [ -x .ci-cache/py/bin/python ] && [ -d .ci-cache/ts/node_modules/@modelcontextprotocol/sdk ]; } \
   || bash scripts/install-interop.sh || true
 cargo test --workspace --all-features
