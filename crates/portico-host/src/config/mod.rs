@@ -191,6 +191,8 @@ pub struct ServerConfig {
     pub restart: RestartPolicy,
     /// Its `readOnlyHint`s are believed by the default policy.
     pub trusted: bool,
+    /// The revision to speak; `None`: detected.
+    pub protocol_version: Option<portico::schema::ProtocolVersion>,
 }
 
 /// How an upstream is reached.
@@ -651,6 +653,13 @@ fn validate_server(
         roots: s.roots,
         isolate,
         trusted: s.trusted.unwrap_or(false),
+        protocol_version: match &s.protocol_version {
+            None => None,
+            Some(v) => Some(portico::schema::ProtocolVersion::parse(v).ok_or_else(|| {
+                ConfigError::new(format!("`{v}` is not a revision this build knows (2024-11-05 … 2026-07-28)"))
+                    .field(f("protocol_version"))
+            })?),
+        },
         max_clients: positive(s.max_clients, "max_clients", 16)?,
         idle_timeout: s
             .idle_timeout

@@ -128,6 +128,10 @@ pub struct RawServer {
     /// directory).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth: Option<RawOAuth>,
+    /// The revision to speak: a handshake-era one (`2025-11-25`, …) is asked for with
+    /// `initialize`; `2026-07-28` is stateless only. Detected (stateless first) when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
     /// `false` keeps the server configured but stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,

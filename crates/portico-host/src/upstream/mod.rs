@@ -563,7 +563,12 @@ async fn open(
         .handler(handler)
         .capabilities(handler::capabilities(config))
         .request_timeout(config.timeout)
-        .probe_timeout(config.startup_timeout.min(Duration::from_secs(10)));
+        .probe_timeout(config.startup_timeout.min(Duration::from_secs(10)))
+        .era(match config.protocol_version {
+            None => portico::client::EraMode::Auto,
+            Some(v) if v.is_stateless() => portico::client::EraMode::Stateless,
+            Some(v) => portico::client::EraMode::Handshake(v),
+        });
     let mut child = None;
     let connected = match &config.kind {
         ServerKind::Stdio { command, args, env, cwd } => {
