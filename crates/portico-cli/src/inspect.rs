@@ -88,7 +88,7 @@ impl Drop for AbortOnDrop {
 
 /// A target not yet started (starting needs the runtime).
 pub(crate) enum Pending {
-    Host(portico_host::config::Config),
+    Host(Box<portico_host::config::Config>),
     Direct(String),
 }
 
@@ -96,7 +96,7 @@ impl Pending {
     pub(crate) fn new(config: Option<&Path>, server: Option<&str>) -> Result<Pending, Failure> {
         match server {
             Some(s) => Ok(Pending::Direct(s.to_owned())),
-            None => Ok(Pending::Host(load_config(config)?)),
+            None => Ok(Pending::Host(Box::new(load_config(config)?))),
         }
     }
 
@@ -107,7 +107,7 @@ impl Pending {
                     Arc::new(Supervisor::new(&config).map_err(|e| Failure::Usage(format!("policy: {e}")))?);
                 let terminal = crate::ask_tty::attach(supervisor.approvals(), paused()).map(AbortOnDrop);
                 supervisor.attach_terminal(terminal.is_some());
-                let host = Host::with_oversight(config, supervisor);
+                let host = Host::with_oversight(*config, supervisor);
                 host.ready(STARTUP).await;
                 Ok(Target::Host { host, _terminal: terminal })
             }
