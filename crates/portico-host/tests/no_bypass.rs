@@ -1,0 +1,78 @@
+//! An approval or a deny cannot be stepped around: not by a renamed or re-prefixed tool, not
+//! by a hot reload while a call waits, not through a resource template or a prompt when policy
+//! covers them, not by a principal reusing another's session answer.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use portico_host::Host;
+use portico_host::approvals::{Answer, Choice};
+use portico_host::oversight::Supervisor;
+use serde_json::json;
+
+fn host_with(dir: &std::path::Path, toml: &str) -> (Host, Arc<Supervisor>) {
+    let config = common::config_in(dir, toml);
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor"));
+    supervisor.attach_http(true);
+    (Host::with_oversight(config, supervisor.clone()), supervisor)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_on_the_upstream_name_holds_through_rename_and_prefix() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = "[[policy.rules]]\nserver = \"ev\"\ntool = \"add\"\ndecision = \"deny\"\nreason = \"no adding\"\n\n[[policy.rules]]\ndecision = \"allow\"\n";
+    let renamed = format!("{policy}{}", common::everything("ev", "rename = { add = \"plus\" }\nprefix = \"x\""));
+    let (host, _) = host_with(dir.path(), &renamed);
+    host.ready(Duration::from_secs(60)).await;
+    assert!(host.registry().tools.contains_key("x__plus"));
+    let r = host.call_tool("x__plus", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(r.is_error, Some(true));
+    assert!(common::text(&r).contains("no adding"), "{}", common::text(&r));
+    let r = host.call_tool("x__countdown", json!({"steps": 1}), None).await;
+    assert_eq!(common::text(&r), "liftoff", "other tools are allowed");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_while_a_call_waits_does_not_let_it_through() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let asking = common::everything("ev", "");
+    let (host, supervisor) = host_with(dir.path(), &asking);
+    host.ready(Duration::from_secs(60)).await;
+    let h = host.clone();
+    let call = tokio::spawn(async move { h.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await });
+    let approvals = supervisor.approvals().clone();
+    let pending =
+        common::eventually(Duration::from_secs(5), || approvals.list().into_iter().next()).await.expect("asked");
+    // The config changes to allow everything while the call waits: it still waits.
+    let allowing = format!("[[policy.rules]]\ndecision = \"allow\"\n{asking}");
+    host.reload(common::config_in(dir.path(), &allowing)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!call.is_finished(), "the waiting call went through without an answer");
+    approvals.answer(&pending.id, Answer::now(Choice::Deny, "http", "ada")).expect("answer");
+    let r = call.await.expect("join");
+    assert_eq!(r.is_error, Some(true));
+    assert!(common::text(&r).contains("denied by ada"), "{}", common::text(&r));
+    // New calls follow the new policy.
+    let r = host.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(r.structured_content, Some(json!({"sum": 3})));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_and_prompts_are_covered_when_policy_says_so() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = "[[policy.rules]]\nmethod = \"resources/read\"\nserver = \"ev\"\ndecision = \"deny\"\nreason = \"no reading\"\n\n[[policy.rules]]\nmethod = \"prompts/get\"\ndecision = \"deny\"\nreason = \"no prompts\"\n";
+    let (host, _) = host_with(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
+    host.ready(Duration::from_secs(60)).await;
+    let e = host.read_resource("everything://notes/1", Some("ev"), None).await.expect_err("denied");
+    assert!(e.to_string().contains("no reading"), "{e}");
+    let e = host.read_resource("everything://readme", None, None).await.expect_err("denied");
+    assert!(e.to_string().contains("no reading"), "{e}");
+    let e =
+        host.get_prompt("ev__review", [("code".to_owned(), "x".to_owned())].into(), None).await.expect_err("denied");
+    assert!(e.to_string().contains("no prompts"), "{e}");
+    host.shutdown().await;
+}
