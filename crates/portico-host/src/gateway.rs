@@ -74,7 +74,14 @@ impl Gateway {
             while registry.changed().await.is_ok() {
                 let next = registry.borrow_and_update().clone();
                 let shown = sync.shown.borrow().clone();
-                sync.apply(&shown, &next);
+                if *shown == *next {
+                    // Rebuilt the same: an upstream's list_changed, passed on as it came.
+                    sync.server.edit(|e| {
+                        e.mark_tools_changed().mark_prompts_changed().mark_resources_changed();
+                    });
+                } else {
+                    sync.apply(&shown, &next);
+                }
                 sync.shown.send_replace(next);
             }
         });

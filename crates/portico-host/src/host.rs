@@ -171,7 +171,8 @@ impl Host {
         self.inner.registry.borrow().clone()
     }
 
-    /// Changes whenever the registry is rebuilt with a different content.
+    /// Notified whenever the registry is rebuilt: after a change of an upstream's lists, an
+    /// upstream's `list_changed` (even when its lists came back the same), a reload.
     pub fn watch_registry(&self) -> watch::Receiver<Arc<Registry>> {
         self.inner.registry.subscribe()
     }
@@ -535,12 +536,11 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
             tracing::error!(target: "portico::host", "{conflict}");
         }
         let rebuilt = Arc::new(registry);
-        inner.registry.send_if_modified(|current| {
-            if **current == *rebuilt {
-                false
-            } else {
+        // Watchers hear of every rebuild, changed or not: an upstream's list_changed is passed
+        // on even when its lists came back the same.
+        inner.registry.send_modify(|current| {
+            if **current != *rebuilt {
                 *current = rebuilt.clone();
-                true
             }
         });
         inner.rebuilt.send_replace(version);

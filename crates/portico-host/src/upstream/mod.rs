@@ -700,12 +700,15 @@ async fn fetch_catalog(client: &Client) -> Result<Catalog, portico::Error> {
     Ok(catalog)
 }
 
-fn publish_catalog(shared: &Shared, catalog: Catalog) {
+/// Offers `catalog`; `true` when it differs from what was offered (the host was told).
+fn publish_catalog(shared: &Shared, catalog: Catalog) -> bool {
     lock(&shared.status).tools = catalog.tools.len();
-    if **shared.catalog.borrow() != catalog {
-        shared.catalog.send_replace(Arc::new(catalog));
-        shared.changes.send_modify(|n| *n += 1);
+    if **shared.catalog.borrow() == catalog {
+        return false;
     }
+    shared.catalog.send_replace(Arc::new(catalog));
+    shared.changes.send_modify(|n| *n += 1);
+    true
 }
 
 /// Serves calls through `live` until it is lost or stopped; returns why it ended.
@@ -770,7 +773,13 @@ async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
                     result = fetch_catalog(&live.client).await;
                 }
                 match result {
-                    Ok(catalog) => publish_catalog(shared, catalog),
+                    Ok(catalog) => {
+                        // The upstream said its lists changed: the host passes that on even if
+                        // they came back the same.
+                        if !publish_catalog(shared, catalog) {
+                            shared.changes.send_modify(|n| *n += 1);
+                        }
+                    }
                     Err(e) => tracing::warn!(target: "portico::upstream", server = %shared.config.name, "listing after list_changed failed: {e}"),
                 }
             }

@@ -63,6 +63,25 @@ impl Edit<'_> {
         self
     }
 
+    /// Announces `tools/list_changed` when the edit ends even if no tool changed: a gateway
+    /// passes on an upstream's notification this way.
+    pub fn mark_tools_changed(&mut self) -> &mut Self {
+        self.tools = true;
+        self
+    }
+
+    /// Announces `prompts/list_changed` when the edit ends even if no prompt changed.
+    pub fn mark_prompts_changed(&mut self) -> &mut Self {
+        self.prompts = true;
+        self
+    }
+
+    /// Announces `resources/list_changed` when the edit ends even if no resource changed.
+    pub fn mark_resources_changed(&mut self) -> &mut Self {
+        self.resources = true;
+        self
+    }
+
     /// The names of the tools there are now, in order.
     pub fn tool_names(&self) -> impl Iterator<Item = &str> {
         self.registry.tools.keys().map(String::as_str)
