@@ -6,7 +6,8 @@
 # Server scenarios run against `conformance-server --port`; client scenarios run
 # `conformance-client URL` (when that binary exists). conformance/expected-failures.yml lists what
 # is known to fail, each entry with its reason; anything else failing (or a listed entry passing)
-# fails this script.
+# fails this script. At the end, scripts/conformance-gateway.sh runs the server scenarios again
+# through `portico serve` (its own list: conformance/gateway-expected-failures.yml).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -97,4 +98,9 @@ fi
 
 echo
 echo "conformance: $passed passed, $failed failed (scenario runs; checks: $checks_passed passed, $checks_failed failed)"
+
+# The same server scenarios through the gateway (`portico serve --http`, one stdio upstream).
+kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null
+echo
+bash scripts/conformance-gateway.sh || status=1
 exit $status

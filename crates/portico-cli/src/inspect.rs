@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use portico_host::Host;
-use portico_host::oversight::Supervisor;
 use portico_host::upstream::State;
 use serde_json::{Map, Value};
 
@@ -103,8 +102,7 @@ impl Pending {
     async fn start(self) -> Result<Target, Failure> {
         match self {
             Pending::Host(config) => {
-                let supervisor =
-                    Arc::new(Supervisor::new(&config).map_err(|e| Failure::Usage(format!("policy: {e}")))?);
+                let supervisor = Arc::new(crate::supervisor(&config).await?);
                 let terminal = crate::ask_tty::attach(supervisor.approvals(), paused()).map(AbortOnDrop);
                 supervisor.attach_terminal(terminal.is_some());
                 let host = Host::with_oversight(*config, supervisor);

@@ -8,6 +8,7 @@
 mod ask_tty;
 mod config_cmd;
 mod inspect;
+mod log_cmd;
 mod output;
 mod policy_cmd;
 mod serve;
@@ -53,6 +54,8 @@ enum Command {
     /// Import or check configs.
     #[command(subcommand)]
     Config(config_cmd::ConfigCommand),
+    /// The activity log: list, follow, show, verify, export.
+    Log(log_cmd::LogCommand),
     /// Explain policy decisions; list and revoke stored "always allow" answers.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
@@ -139,6 +142,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt(args) => target()?.prompt(args).await,
         Command::Config(cmd) => config_cmd::run(cli.config.as_deref(), cmd),
         Command::Policy(cmd) => policy_cmd::run(cli.config.as_deref(), cmd).await,
+        Command::Log(cmd) => log_cmd::run(cli.config.as_deref(), cmd.with_server(cli.server.clone())).await,
     }
 }
 
@@ -162,6 +166,22 @@ pub(crate) fn config_path(given: Option<&std::path::Path>) -> Result<PathBuf, Fa
         "no config: pass --config FILE (portico.toml or another client's MCP config), or --server 'COMMAND ARGS' / URL"
             .to_owned(),
     ))
+}
+
+/// The oversight of a config: its policy and approvals, and its activity log (unless
+/// `[audit] enabled = false`).
+pub(crate) async fn supervisor(
+    config: &portico_host::config::Config,
+) -> Result<portico_host::oversight::Supervisor, Failure> {
+    let supervisor =
+        portico_host::oversight::Supervisor::new(config).map_err(|e| Failure::Usage(format!("policy: {e}")))?;
+    if config.audit.enabled == Some(false) {
+        return Ok(supervisor);
+    }
+    let log = portico_host::audit::AuditLog::open(&config.audit, &config.gateway.state_dir)
+        .await
+        .map_err(|e| Failure::Usage(format!("the activity log cannot be opened, so no call is made: {e}")))?;
+    Ok(supervisor.with_audit(log))
 }
 
 /// Loads and validates the config, printing its warnings to stderr.

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use portico_host::Host;
 use portico_host::gateway::Gateway;
-use portico_host::oversight::Supervisor;
 use tokio::net::TcpListener;
 
 use crate::{Failure, config_path, load_config};
@@ -41,7 +40,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     let path = config_path(config)?;
     let loaded = load_config(Some(&path))?;
     let listen = loaded.gateway.listen;
-    let supervisor = Arc::new(Supervisor::new(&loaded).map_err(|e| Failure::Usage(e.to_string()))?);
+    let supervisor = Arc::new(crate::supervisor(&loaded).await?);
     let admin = match &args.admin {
         None => None,
         Some(addr) => {

@@ -131,51 +131,6 @@ pub(crate) fn truncate(mut result: CallToolResult, size: usize, limit: usize) ->
     result
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn structured_content_is_checked_against_the_output_schema() {
-        let schemas = OutputSchemas::default();
-        let mut tool = Tool::without_arguments("t");
-        tool.output_schema = serde_json::from_value(
-            json!({"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}),
-        )
-        .ok();
-        let mut ok = CallToolResult::new(vec![ContentBlock::text("42")]);
-        ok.structured_content = Some(json!({"sum": 42}));
-        assert_eq!(schemas.check(&tool, &ok), None);
-        let mut bad = ok.clone();
-        bad.structured_content = Some(json!({"sum": "forty-two"}));
-        let msg = schemas.check(&tool, &bad).expect("mismatch");
-        assert!(msg.contains("/sum"), "{msg}");
-        let mut missing = ok.clone();
-        missing.structured_content = None;
-        assert!(schemas.check(&tool, &missing).is_some());
-        let mut err = missing.clone();
-        err.is_error = Some(true);
-        assert_eq!(schemas.check(&tool, &err), None, "a tool error needs no structured content");
-        assert_eq!(schemas.check(&Tool::without_arguments("plain"), &bad), None, "no schema, no check");
-    }
-
-    #[test]
-    fn oversized_results_are_cut_and_marked() {
-        let big = "x".repeat(100_000);
-        let r = CallToolResult::new(vec![ContentBlock::text(big.clone()), ContentBlock::text(big)]);
-        let cut = truncate(r, 200_100, 10_000);
-        let len = serde_json::to_vec(&cut).map(|v| v.len()).unwrap_or(usize::MAX);
-        assert!(len <= 10_000, "{len}");
-        let meta = cut.meta.as_ref().and_then(|m| m.get(TRUNCATED_META)).expect("marked");
-        assert_eq!(meta["originalBytes"], 200_100);
-        let last = match cut.content.last() {
-            Some(ContentBlock::Text(t)) => t.text.clone(),
-            _ => String::new(),
-        };
-        assert!(last.contains("truncated by Portico"), "{last}");
-    }
-}
-
 /// The `_meta` key a stateless-era result names its server under; an upstream's must not reach
 /// the gateway's clients as if it were the gateway's.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
@@ -223,5 +178,50 @@ pub(crate) fn expose_blocks(registry: &crate::registry::Registry, server: &str, 
             ContentBlock::Resource(r) => expose_contents(registry, server, std::slice::from_mut(&mut r.resource)),
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structured_content_is_checked_against_the_output_schema() {
+        let schemas = OutputSchemas::default();
+        let mut tool = Tool::without_arguments("t");
+        tool.output_schema = serde_json::from_value(
+            json!({"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}),
+        )
+        .ok();
+        let mut ok = CallToolResult::new(vec![ContentBlock::text("42")]);
+        ok.structured_content = Some(json!({"sum": 42}));
+        assert_eq!(schemas.check(&tool, &ok), None);
+        let mut bad = ok.clone();
+        bad.structured_content = Some(json!({"sum": "forty-two"}));
+        let msg = schemas.check(&tool, &bad).expect("mismatch");
+        assert!(msg.contains("/sum"), "{msg}");
+        let mut missing = ok.clone();
+        missing.structured_content = None;
+        assert!(schemas.check(&tool, &missing).is_some());
+        let mut err = missing.clone();
+        err.is_error = Some(true);
+        assert_eq!(schemas.check(&tool, &err), None, "a tool error needs no structured content");
+        assert_eq!(schemas.check(&Tool::without_arguments("plain"), &bad), None, "no schema, no check");
+    }
+
+    #[test]
+    fn oversized_results_are_cut_and_marked() {
+        let big = "x".repeat(100_000);
+        let r = CallToolResult::new(vec![ContentBlock::text(big.clone()), ContentBlock::text(big)]);
+        let cut = truncate(r, 200_100, 10_000);
+        let len = serde_json::to_vec(&cut).map(|v| v.len()).unwrap_or(usize::MAX);
+        assert!(len <= 10_000, "{len}");
+        let meta = cut.meta.as_ref().and_then(|m| m.get(TRUNCATED_META)).expect("marked");
+        assert_eq!(meta["originalBytes"], 200_100);
+        let last = match cut.content.last() {
+            Some(ContentBlock::Text(t)) => t.text.clone(),
+            _ => String::new(),
+        };
+        assert!(last.contains("truncated by Portico"), "{last}");
     }
 }

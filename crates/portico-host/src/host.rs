@@ -208,6 +208,7 @@ impl Host {
             arguments: &arguments,
             principal: principal(cx),
             request: cx,
+            started: std::time::SystemTime::now(),
         };
         let verdict = self.inner.oversight.before(&call).await;
         if let Some(reason) = &verdict.refusal {
@@ -270,6 +271,7 @@ impl Host {
             arguments: &Value::Null,
             principal: principal(cx),
             request: cx,
+            started: std::time::SystemTime::now(),
         };
         let verdict = self.pass(&call).await?;
         let up = self
@@ -305,6 +307,7 @@ impl Host {
             arguments: &args_json,
             principal: principal(cx),
             request: cx,
+            started: std::time::SystemTime::now(),
         };
         let verdict = self.pass(&call).await?;
         let up = self

@@ -35,6 +35,7 @@
 
 pub mod admin;
 pub mod approvals;
+pub mod audit;
 mod checks;
 pub mod config;
 pub mod gateway;

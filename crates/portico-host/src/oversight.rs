@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::approvals::{Approvals, Choice, Kind, Pending};
+use crate::audit::{Approval, AuditLog, Decision as AuditDecision, Entry, Status};
 use crate::config::{ApprovalsConfig, Config};
 use crate::policy::{Action, AlwaysRule, AlwaysStore, Policy, RateLimits, Request};
 use crate::registry::ToolEntry;
@@ -36,6 +37,8 @@ pub struct Supervisor {
     http_attached: AtomicBool,
     /// A terminal is answering approvals.
     terminal_attached: AtomicBool,
+    /// The activity log, when on.
+    audit: Option<AuditLog>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -73,6 +76,7 @@ impl Supervisor {
             store: Some(store),
             http_attached: AtomicBool::new(false),
             terminal_attached: AtomicBool::new(false),
+            audit: None,
         })
     }
 
@@ -94,6 +98,19 @@ impl Supervisor {
         // Buckets are keyed by rule; new rules start with full buckets.
         self.rates.clear();
         Ok(())
+    }
+
+    /// Records every call in `log` from now on. With `on_failure = "fail-closed"` (the default),
+    /// a log that cannot be written refuses new calls.
+    #[must_use]
+    pub fn with_audit(mut self, log: AuditLog) -> Supervisor {
+        self.audit = Some(log);
+        self
+    }
+
+    /// The activity log, when on.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_ref()
     }
 
     /// Says that the admin API is being served, so approvals can be answered there.
@@ -121,6 +138,14 @@ impl Supervisor {
     }
 
     async fn decide(&self, call: &Call<'_>) -> Verdict {
+        if let Some(log) = &self.audit
+            && !log.healthy()
+        {
+            return Verdict::deny(format!(
+                "the activity log cannot be written ({}), and calls are refused until it can",
+                log.health().reason.unwrap_or_else(|| "unknown error".to_owned())
+            ));
+        }
         let rules = self.current();
         let trusted = rules.trusted.contains(&call.origin.server);
         let Some(req) = Request::of_call(call, trusted) else {
@@ -245,8 +270,12 @@ impl Oversight for Supervisor {
     }
 
     fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
-        let _ = (call, verdict, outcome);
-        Box::pin(async {})
+        Box::pin(async move {
+            let Some(log) = &self.audit else { return };
+            if let Err(e) = log.append(entry(call, verdict, outcome)).await {
+                tracing::error!(target: "portico::audit", "a record could not be written: {e}");
+            }
+        })
     }
 
     fn reload(&self, config: &Config) -> Result<(), String> {
@@ -264,4 +293,76 @@ impl Oversight for Supervisor {
             trusted,
         )
     }
+}
+
+/// The activity log's record of a call.
+fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
+    let mut e = Entry::new(call.method.as_str());
+    e.start = Some(call.started);
+    e.end = Some(std::time::SystemTime::now());
+    e.principal = Some(call.principal.to_owned());
+    if let Some(cx) = call.request {
+        e.client_name = cx.client_info().map(|i| i.name.clone());
+        e.client_version = cx.client_info().map(|i| i.version.clone());
+        e.session = Some(cx.connection_id().get().to_string());
+        e.protocol_version = Some(cx.protocol_version().as_str().to_owned());
+        e.request_id = serde_json::to_value(cx.request_id()).ok().map(|v| match v {
+            Value::String(s) => s,
+            other => other.to_string(),
+        });
+    }
+    e.server = Some(call.origin.server.clone());
+    e.exposed = Some(call.exposed.to_owned());
+    e.original = Some(call.origin.name.clone());
+    if !call.arguments.is_null() {
+        e.arguments = Some(call.arguments.clone());
+    }
+    let record = &verdict.record;
+    e.decision = record.get("action").and_then(Value::as_str).and_then(AuditDecision::from_name);
+    e.rule = record.get("source").and_then(Value::as_str).map(str::to_owned);
+    e.reason = record.get("reason").and_then(Value::as_str).map(str::to_owned);
+    if let Some(a) = record.get("approval") {
+        let mut approval = Approval::new(a.get("channel").and_then(Value::as_str).unwrap_or("unknown"));
+        approval.by = a.get("who").and_then(Value::as_str).map(str::to_owned);
+        approval.scope = a.get("choice").and_then(Value::as_str).map(|c| c.trim_start_matches("allow_").to_owned());
+        approval.at =
+            a.get("at").and_then(Value::as_u64).map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
+        e.approval = Some(approval);
+    }
+    match outcome {
+        Outcome::Refused(reason) => {
+            e.status = if reason.contains("within") { Status::Timeout } else { Status::Denied };
+            e.error = Some(json!({ "message": reason }));
+        }
+        Outcome::Failed(why) => {
+            e.status = if why.contains("did not answer within") { Status::Timeout } else { Status::Error };
+            e.error = Some(json!({ "message": why }));
+            e.error_type = Some(if e.status == Status::Timeout { "timeout" } else { "upstream_error" }.to_owned());
+        }
+        Outcome::Answered(answer) => {
+            let (value, is_error, truncated) = match answer {
+                Answer::Tool(r) => (
+                    serde_json::to_value(r),
+                    r.is_error == Some(true),
+                    r.meta.as_ref().is_some_and(|m| m.contains_key(crate::TRUNCATED_META)),
+                ),
+                Answer::Resource(r) => (serde_json::to_value(r), false, false),
+                Answer::Prompt(r) => (serde_json::to_value(r), false, false),
+                #[allow(unreachable_patterns)]
+                _ => (Ok(Value::Null), false, false),
+            };
+            if let Ok(v) = value {
+                e.response_bytes = serde_json::to_vec(&v).ok().map(|b| b.len() as u64);
+                e.result = Some(v);
+            }
+            if is_error {
+                e.status = Status::Error;
+                e.error_type = Some("tool_error".to_owned());
+            }
+            e.truncated = truncated;
+        }
+        #[allow(unreachable_patterns)]
+        _ => {}
+    }
+    e
 }

@@ -58,6 +58,8 @@ pub struct Call<'a> {
     /// The downstream request, when the call came from a client (not from the host's own
     /// API or the CLI): its session, client, revision, and the way to ask its person.
     pub request: Option<&'a RequestContext>,
+    /// When the call reached the host.
+    pub started: std::time::SystemTime,
 }
 
 impl Call<'_> {

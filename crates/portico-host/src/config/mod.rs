@@ -60,6 +60,8 @@ pub struct Config {
     pub approvals: ApprovalsConfig,
     /// `[policy]` as written (checked: it compiles).
     pub policy: crate::policy::raw::RawPolicy,
+    /// `[audit]` as written (checked when the log is opened).
+    pub audit: crate::audit::RawAudit,
 }
 
 /// `[admin]`, validated.
@@ -454,7 +456,7 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
         servers.insert(name, validated);
     }
     crate::policy::Policy::compile(&raw.policy)?;
-    Ok(Config { gateway, servers, admin, approvals, policy: raw.policy })
+    Ok(Config { gateway, servers, admin, approvals, policy: raw.policy, audit: raw.audit })
 }
 
 fn legal_name_char(c: char) -> bool {

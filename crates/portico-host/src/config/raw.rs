@@ -27,6 +27,13 @@ pub struct RawConfig {
     /// `[policy]`: rules and defaults.
     #[serde(default, skip_serializing_if = "crate::policy::raw::RawPolicy::is_empty")]
     pub policy: crate::policy::raw::RawPolicy,
+    /// `[audit]`: the activity log.
+    #[serde(default, skip_serializing_if = "audit_is_default")]
+    pub audit: crate::audit::RawAudit,
+}
+
+fn audit_is_default(a: &crate::audit::RawAudit) -> bool {
+    *a == crate::audit::RawAudit::default()
 }
 
 /// `[admin]`: the admin listener, separate from the MCP endpoint.

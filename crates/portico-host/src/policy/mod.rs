@@ -578,6 +578,7 @@ mod tests {
             arguments: &args,
             principal: "alice",
             request: None,
+            started: std::time::SystemTime::now(),
         };
         let req = Request::of_call(&call, true).expect("known method");
         assert_eq!(

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The activity log's numbers (crates/portico-host/tests/audit_bench.rs, in release):
+#   - appends to SQLite per second with the default redaction (one caller, and 64 at once);
+#   - a query by tool and 1-day time window over 1M records (target: under 50 ms).
+#
+#   bench/audit.sh                                   # 200k appends, 1M records
+#   PORTICO_BENCH_APPENDS=50000 PORTICO_BENCH_RECORDS=100000 bench/audit.sh   # quicker
+#   PORTICO_BENCH_DIR=/some/disk bench/audit.sh       # where the SQLite files go (default: temp)
+#
+# Prints lines starting with BENCH. Needs about 1.5 GB of disk for the 1M-record log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+cargo test --release -p portico-host --test audit_bench -- --ignored --nocapture --test-threads 1 2>&1 \
+    | grep -oE '(BENCH.*|test result.*|thread .* panicked.*)' || { echo "bench/audit.sh: failed" >&2; exit 1; }

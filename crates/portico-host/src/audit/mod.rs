@@ -1,0 +1,814 @@
+//! The activity log: one append-only, tamper-evident record of every request that passes
+//! through the host, kept in SQLite (the default: a file under the state directory) or Postgres.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), portico_host::audit::AuditError> {
+//! use portico_host::audit::{AuditLog, Entry, Filter, RawAudit, Status};
+//!
+//! let log = AuditLog::open(&RawAudit::default(), std::path::Path::new("/var/lib/portico")).await?;
+//! let mut entry = Entry::new("tools/call");
+//! entry.server = Some("github".into());
+//! entry.exposed = Some("github__create_issue".into());
+//! entry.arguments = Some(serde_json::json!({"title": "x", "token": "ghp_…"})); // token: redacted
+//! entry.status = Status::Success;
+//! log.append(entry).await?; // waits only while the queue is full
+//! let mut recent = Filter::new();
+//! recent.tool = Some("github__create_issue".into());
+//! for r in log.query(&recent).await? {
+//!     println!("{} {} {}", r.seq, r.id, r.status);
+//! }
+//! assert!(log.verify().await?.ok());
+//! log.close().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! - **Records** ([`record`]): the fields of an [`Entry`] under OpenTelemetry's names where it
+//!   has them, as canonical JSON. The log gives each a `seq` (from 1, no gaps) and a ULID.
+//! - **Redaction** ([`redact`]): key names and JSON pointers, replaced by an HMAC with the
+//!   log's own key; a per-field size cap; levels `metadata`, `request`, `request-response`.
+//! - **Writes** go through a bounded queue to one writer task, which writes batches in
+//!   transactions. [`AuditLog::append`] waits only while the queue is full (at most
+//!   `queue_timeout`). If the store fails: `fail-closed` (the default) refuses appends at once
+//!   and [`AuditLog::healthy`] turns false, so the host refuses new calls; `buffer` spools to a
+//!   file under the state directory and replays it in order when the store is back. Records
+//!   already taken are never dropped: they are spooled, or held in memory when the spool cannot
+//!   be written either (a full disk), and [`AuditLog::close`] says if any are left.
+//! - **Tamper evidence** ([`verify`]): a hash chain over the canonical JSON and an Ed25519
+//!   checkpoint every N records; [`AuditLog::verify`] names the first bad `seq`.
+//! - **Reading**: [`AuditLog::query`], [`AuditLog::show`], [`AuditLog::follow`],
+//!   [`AuditLog::export`]; retention by age or size ([`retention`]) exports JSONL first.
+//!
+//! # `[audit]`
+//!
+//! ```toml
+//! [audit]
+//! enabled = true                    # the host's choice; the log itself does not look
+//! # url = "postgres://portico:${PGPASSWORD}@127.0.0.1/portico"   # else SQLite:
+//! path = "audit.db"                 # relative to [gateway] state_dir
+//! on_failure = "fail-closed"        # or "buffer"
+//! level = "request-response"        # or "metadata", "request"
+//! queue = 8192                      # records waiting for the writer at most
+//! queue_timeout = "5s"              # how long an append waits for room
+//! batch = 1024                      # records per transaction at most
+//! checkpoint_every = 1000           # records between signed checkpoints
+//! checkpoint_interval = "60s"       # and at least this often while records come
+//!
+//! [audit.redact]
+//! keys = ["session_key"]            # added to password, secret, token, api_key, authorization, cookie
+//! default_keys = true
+//! pointers = ["/arguments/query", "/result/content/*/text"]
+//! max_field_bytes = "64KiB"
+//!
+//! [audit.retention]
+//! max_age = "90d"
+//! max_size = "1GiB"
+//! export_dir = "audit-archive"      # relative to state_dir
+//! interval = "1h"
+//! ```
+//!
+//! In the state directory: `audit.db` (and its `-wal`, `-shm`, `.lock`), `audit-hmac.key`
+//! and `audit-signing.key` (mode 0600), `audit-signing.pub`, `audit-spool.jsonl` while
+//! records wait, and `audit-archive/`.
+
+mod chain;
+pub mod query;
+pub mod raw;
+pub mod record;
+pub mod redact;
+pub mod retention;
+mod spool;
+mod store;
+pub mod time;
+pub mod verify;
+mod writer;
+
+use std::fs;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+pub use query::{Filter, Follow, Record};
+pub use raw::RawAudit;
+pub use record::{Approval, Decision, Entry, Status};
+pub use redact::{RedactConfig, Redactor};
+pub use retention::{Pruned, RetentionConfig};
+pub use verify::{Problem, ProblemKind, Report};
+
+use crate::config::Secret;
+use crate::config::expand;
+use chain::{GENESIS, HMAC_KEY_FILE, PUBLIC_KEY_FILE, SIGNING_KEY_FILE, Signer};
+use raw::{RawDuration, RawSize};
+use spool::Spool;
+use store::postgres::{OnDown, PostgresStore};
+use store::sqlite::SqliteStore;
+use store::{Lookup, Select, Store, StoreError, StoredRecord};
+use writer::{Msg, Shared, Writer};
+
+/// The spool's file in the state directory.
+pub const SPOOL_FILE: &str = "audit-spool.jsonl";
+
+/// How much of each request is recorded, as in Kubernetes' audit policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+#[non_exhaustive]
+pub enum Level {
+    /// Who, what, when, how it ended: no arguments, no result (an error keeps its message).
+    Metadata,
+    /// And the arguments.
+    Request,
+    /// And the result or error.
+    #[default]
+    RequestResponse,
+}
+
+impl Level {
+    /// As in the config: `metadata`, `request`, `request-response`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Metadata => "metadata",
+            Level::Request => "request",
+            Level::RequestResponse => "request-response",
+        }
+    }
+
+    /// The level named `s`.
+    pub fn from_name(s: &str) -> Option<Level> {
+        match s {
+            "metadata" => Some(Level::Metadata),
+            "request" => Some(Level::Request),
+            "request-response" | "request+response" => Some(Level::RequestResponse),
+            _ => None,
+        }
+    }
+}
+
+/// What happens while the store cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OnFailure {
+    /// Appends are refused and the host refuses new calls until the store is back.
+    #[default]
+    FailClosed,
+    /// Records are spooled to a file and replayed in order when the store is back.
+    Buffer,
+}
+
+/// Where the records are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreLocation {
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A Postgres database, by URL.
+    Postgres(Secret),
+}
+
+/// `[audit]`, validated, with every default applied.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AuditConfig {
+    /// Whether the host keeps the log.
+    pub enabled: bool,
+    /// Where.
+    pub store: StoreLocation,
+    /// The state directory: keys, the spool, the SQLite file by default.
+    pub state_dir: PathBuf,
+    /// What happens while the store is down.
+    pub on_failure: OnFailure,
+    /// How much is recorded.
+    pub level: Level,
+    /// Records waiting for the writer at most.
+    pub queue: usize,
+    /// How long an append waits for room in a full queue.
+    pub queue_timeout: Duration,
+    /// Records per transaction at most.
+    pub batch: usize,
+    /// Records between signed checkpoints.
+    pub checkpoint_every: u64,
+    /// A checkpoint at least this often while records come.
+    pub checkpoint_interval: Option<Duration>,
+    /// Redaction.
+    pub redact: RedactConfig,
+    /// Retention.
+    pub retention: RetentionConfig,
+}
+
+impl AuditConfig {
+    /// Validates `[audit]`; relative paths are under `state_dir`, `${…}` in `url` is expanded.
+    ///
+    /// # Errors
+    /// The first invalid value, naming its key.
+    pub fn from_raw(raw: &RawAudit, state_dir: &Path) -> Result<AuditConfig, AuditError> {
+        let bad = |field: &str, message: String| AuditError::Config { field: field.to_owned(), message };
+        let duration = |field: &str, v: &Option<RawDuration>, default: Duration| match v {
+            None => Ok(default),
+            Some(RawDuration::Seconds(s)) => {
+                Duration::try_from_secs_f64(*s).map_err(|_| bad(field, format!("{s} is not a number of seconds")))
+            }
+            Some(RawDuration::Text(t)) => time::parse_duration(t).map_err(|m| bad(field, m)),
+        };
+        let size = |field: &str, v: &Option<RawSize>| match v {
+            None => Ok(None),
+            Some(RawSize::Bytes(b)) => Ok(Some(*b)),
+            Some(RawSize::Text(t)) => time::parse_size(t).map(Some).map_err(|m| bad(field, m)),
+        };
+        let store = match (&raw.url, &raw.path) {
+            (Some(_), Some(_)) => {
+                return Err(bad("url", "set `url` (Postgres) or `path` (SQLite), not both".to_owned()));
+            }
+            (Some(url), None) => {
+                let url = expand::expand(url, "audit.url", &expand::Environment)
+                    .map_err(|e| bad("url", e.message.clone()))?;
+                if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(bad("url", "must be a postgres:// URL (SQLite is the default: see `path`)".to_owned()));
+                }
+                StoreLocation::Postgres(Secret::new(url))
+            }
+            (None, path) => StoreLocation::Sqlite(state_dir.join(path.as_deref().unwrap_or("audit.db"))),
+        };
+        let on_failure = match raw.on_failure.as_deref() {
+            None | Some("fail-closed") => OnFailure::FailClosed,
+            Some("buffer") => OnFailure::Buffer,
+            Some(other) => return Err(bad("on_failure", format!("`{other}` is not `fail-closed` or `buffer`"))),
+        };
+        let level = match raw.level.as_deref() {
+            None => Level::default(),
+            Some(l) => Level::from_name(l)
+                .ok_or_else(|| bad("level", format!("`{l}` is not `metadata`, `request` or `request-response`")))?,
+        };
+        let positive = |field: &str, v: Option<usize>, default: usize| match v {
+            None => Ok(default),
+            Some(0) => Err(bad(field, "must be at least 1".to_owned())),
+            Some(n) => Ok(n),
+        };
+        let checkpoint_every = match raw.checkpoint_every {
+            None => 1000,
+            Some(0) => return Err(bad("checkpoint_every", "must be at least 1".to_owned())),
+            Some(n) => n,
+        };
+        let checkpoint_interval =
+            Some(duration("checkpoint_interval", &raw.checkpoint_interval, Duration::from_secs(60))?)
+                .filter(|d| !d.is_zero());
+        let mut keys: Vec<String> = if raw.redact.default_keys.unwrap_or(true) {
+            redact::DEFAULT_KEYS.iter().map(|k| (*k).to_owned()).collect()
+        } else {
+            Vec::new()
+        };
+        keys.extend(raw.redact.keys.iter().cloned());
+        let max_field_bytes = size("redact.max_field_bytes", &raw.redact.max_field_bytes)?.unwrap_or(64 * 1024);
+        let redact = RedactConfig {
+            keys,
+            pointers: raw.redact.pointers.clone(),
+            max_field_bytes: usize::try_from(max_field_bytes).unwrap_or(usize::MAX),
+        };
+        // Checked now rather than at open.
+        Redactor::new(&redact, level, &[0; 32]).map_err(|m| bad("redact", m))?;
+        let r = &raw.retention;
+        let retention = RetentionConfig {
+            max_age: r
+                .max_age
+                .as_ref()
+                .map(|d| duration("retention.max_age", &Some(d.clone()), Duration::ZERO))
+                .transpose()?,
+            max_size: size("retention.max_size", &r.max_size)?,
+            export_dir: state_dir.join(r.export_dir.as_deref().unwrap_or("audit-archive")),
+            interval: duration("retention.interval", &r.interval, Duration::from_secs(3600))?
+                .max(Duration::from_secs(1)),
+        };
+        Ok(AuditConfig {
+            enabled: raw.enabled.unwrap_or(true),
+            store,
+            state_dir: state_dir.to_path_buf(),
+            on_failure,
+            level,
+            queue: positive("queue", raw.queue, 8192)?,
+            queue_timeout: duration("queue_timeout", &raw.queue_timeout, Duration::from_secs(5))?,
+            batch: positive("batch", raw.batch, 1024)?,
+            checkpoint_every,
+            checkpoint_interval,
+            redact,
+            retention,
+        })
+    }
+}
+
+/// Why the activity log failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// An `[audit]` value is invalid.
+    #[error("audit.{field}: {message}")]
+    Config {
+        /// The key under `[audit]`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The log cannot be written now; with `fail-closed`, calls are refused until it can.
+    #[error("the activity log cannot be written: {reason}")]
+    Unavailable {
+        /// Why (the store's error, and the spool's).
+        reason: String,
+    },
+    /// The writer's queue stayed full for the whole `queue_timeout`.
+    #[error("the activity log's queue stayed full for {waited:?}: the store is too slow")]
+    QueueFull {
+        /// How long the append waited.
+        waited: Duration,
+    },
+    /// The log was closed.
+    #[error("the activity log is closed")]
+    Closed,
+    /// The log was opened for reading only.
+    #[error("the activity log was opened for reading only")]
+    ReadOnly,
+    /// Another process writes this log.
+    #[error("{0}")]
+    Locked(String),
+    /// The store failed.
+    #[error("activity log ({store}): {message}")]
+    Store {
+        /// The file, or the URL without its password.
+        store: String,
+        /// The store's error.
+        message: String,
+    },
+    /// A key file in the state directory cannot be read or made.
+    #[error("audit key: {0}")]
+    Key(String),
+    /// A file cannot be read or written.
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        message: String,
+    },
+    /// The entry cannot be made into a record.
+    #[error("cannot record: {0}")]
+    Record(String),
+    /// On close: records wait in the spool and will be written when the log is next opened
+    /// with the store up.
+    #[error("{records} records wait in {} for the store to be back", path.display())]
+    Spooled {
+        /// How many.
+        records: u64,
+        /// The spool.
+        path: PathBuf,
+    },
+    /// On close: records could be written neither to the store nor to the spool.
+    #[error("{records} records could not be written: {reason}")]
+    Lost {
+        /// How many.
+        records: u64,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl AuditError {
+    fn store(store: &dyn Store) -> impl Fn(StoreError) -> AuditError + '_ {
+        move |e| AuditError::Store { store: store.describe(), message: e.message }
+    }
+}
+
+/// The writer's state, for `portico servers`-like status and for the host's refusal message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Health {
+    /// Appends are taken.
+    pub accepting: bool,
+    /// The store answered last time.
+    pub store_ok: bool,
+    /// Records in the spool or in memory, not yet in the store.
+    pub backlog: u64,
+    /// Why the store or spool failed last.
+    pub reason: Option<String>,
+}
+
+struct Inner {
+    config: AuditConfig,
+    store: Arc<dyn Store>,
+    redactor: Option<Redactor>,
+    tx: Option<mpsc::Sender<Msg>>,
+    shared: Arc<Shared>,
+    key: Option<[u8; 32]>,
+    signer: Option<Signer>,
+    retention: Mutex<Option<JoinHandle<()>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    /// Held while this log may write (released by `close`).
+    lock: Mutex<Option<fs::File>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.retention.lock()
+            && let Some(t) = t.take()
+        {
+            t.abort();
+        }
+    }
+}
+
+/// The activity log: cheap to clone (one writer behind all clones). Open it in a Tokio
+/// runtime; [`AuditLog::close`] it before the runtime ends.
+#[derive(Clone)]
+pub struct AuditLog {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("store", &self.inner.store.describe())
+            .field("writable", &self.inner.tx.is_some())
+            .field("health", &self.health())
+            .finish()
+    }
+}
+
+fn make_state_dir(dir: &Path) -> Result<(), AuditError> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| AuditError::Io { path: dir.to_path_buf(), message: format!("cannot create: {e}") })
+}
+
+/// Holds `<db>.lock` so that one process writes a SQLite log.
+fn lock_sqlite(path: &Path) -> Result<fs::File, AuditError> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(|e| AuditError::Io { path: lock_path.clone(), message: e.to_string() })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => {
+            Err(AuditError::Locked(format!("another Portico is writing the activity log at {}", path.display())))
+        }
+        Err(fs::TryLockError::Error(e)) => Err(AuditError::Io { path: lock_path, message: e.to_string() }),
+    }
+}
+
+async fn open_store(
+    config: &AuditConfig,
+    writer: bool,
+    shared: &Arc<Shared>,
+) -> Result<(Arc<dyn Store>, Option<fs::File>), AuditError> {
+    let describe = |store: String| {
+        move |e: StoreError| {
+            if e.locked {
+                AuditError::Locked(e.message)
+            } else {
+                AuditError::Store { store: store.clone(), message: e.message }
+            }
+        }
+    };
+    match &config.store {
+        StoreLocation::Sqlite(path) => {
+            if writer && let Some(dir) = path.parent() {
+                make_state_dir(dir)?;
+            }
+            let lock = if writer { Some(lock_sqlite(path)?) } else { None };
+            let p = path.clone();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(&p, writer))
+                .await
+                .map_err(|e| AuditError::Store { store: path.display().to_string(), message: e.to_string() })?
+                .map_err(describe(path.display().to_string()))?;
+            Ok((Arc::new(store), lock))
+        }
+        StoreLocation::Postgres(url) => {
+            let weak = Arc::downgrade(shared);
+            let on_down: OnDown = Arc::new(move |why| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.store_down(why);
+                }
+            });
+            let store =
+                PostgresStore::open(url.expose(), writer, on_down).await.map_err(describe("postgres".to_owned()))?;
+            Ok((Arc::new(store), None))
+        }
+    }
+}
+
+impl AuditLog {
+    /// Opens the log `[audit]` describes, for writing: keys are made in `state_dir` the first
+    /// time, the schema is brought up to date, a spool left by a previous run is replayed.
+    /// The store must be reachable now.
+    ///
+    /// # Errors
+    /// An invalid `[audit]`, an unreachable store, a key that cannot be made, or another
+    /// process already writing this log.
+    pub async fn open(raw: &RawAudit, state_dir: &Path) -> Result<AuditLog, AuditError> {
+        AuditLog::open_config(AuditConfig::from_raw(raw, state_dir)?).await
+    }
+
+    /// [`AuditLog::open`] with a validated config.
+    ///
+    /// # Errors
+    /// As [`AuditLog::open`].
+    pub async fn open_config(config: AuditConfig) -> Result<AuditLog, AuditError> {
+        let dir = config.state_dir.clone();
+        make_state_dir(&dir)?;
+        let hmac = chain::load_or_create_key(&dir.join(HMAC_KEY_FILE))?;
+        let signer = Signer::new(&chain::load_or_create_key(&dir.join(SIGNING_KEY_FILE))?);
+        chain::write_public_key(&dir.join(PUBLIC_KEY_FILE), &signer.public());
+        let redactor = Redactor::new(&config.redact, config.level, &hmac)
+            .map_err(|m| AuditError::Config { field: "redact".to_owned(), message: m })?;
+        let shared = Arc::new(Shared::new(config.on_failure, 0));
+        let (store, lock) = open_store(&config, true, &shared).await?;
+        let spool = Spool::open(&dir.join(SPOOL_FILE))?;
+        let (head, last_checkpoint) = {
+            let err = AuditError::store(store.as_ref());
+            (store.head().await.map_err(&err)?, store.last_checkpoint().await.map_err(&err)?)
+        };
+        // After retention removed every record, the chain goes on from the checkpoint kept.
+        let (stored_seq, stored_hash) =
+            head.or_else(|| last_checkpoint.as_ref().map(|c| (c.seq, c.hash))).unwrap_or((0, GENESIS));
+        let (head_seq, head_hash) = match spool.last() {
+            Some((seq, hash)) if seq > stored_seq && !spool.is_empty() => (seq, hash),
+            _ => (stored_seq, stored_hash),
+        };
+        shared.head.send_replace(stored_seq);
+        let (tx, rx) = mpsc::channel(config.queue);
+        let mut writer = Writer {
+            store: store.clone(),
+            shared: shared.clone(),
+            signer: signer.clone(),
+            checkpoint_every: config.checkpoint_every,
+            checkpoint_interval: config.checkpoint_interval,
+            batch: config.batch,
+            head_seq,
+            head_hash,
+            stored_seq,
+            last_checkpoint: last_checkpoint.map(|c| (c.seq, c.signature)),
+            last_checkpoint_at: tokio::time::Instant::now(),
+            spool,
+            held: std::collections::VecDeque::new(),
+            backoff: Duration::from_millis(50),
+            next_retry: None,
+        };
+        writer.start();
+        let writer = tokio::spawn(writer.run(rx));
+        let retention = config.retention.active().then(|| {
+            let store = store.clone();
+            let retention = config.retention.clone();
+            let signer = signer.clone();
+            tokio::spawn(async move {
+                // The first run soon after start (not during it), then every interval.
+                tokio::time::sleep(retention.interval.min(Duration::from_secs(30))).await;
+                loop {
+                    if let Err(e) = retention::apply(store.as_ref(), &retention, &signer).await {
+                        tracing::warn!("activity log retention: {e}");
+                    }
+                    tokio::time::sleep(retention.interval).await;
+                }
+            })
+        });
+        Ok(AuditLog {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                redactor: Some(redactor),
+                tx: Some(tx),
+                shared,
+                key: Some(signer.public()),
+                signer: Some(signer),
+                retention: Mutex::new(retention),
+                writer: Mutex::new(Some(writer)),
+                lock: Mutex::new(lock),
+            }),
+        })
+    }
+
+    /// Opens the log `[audit]` describes for reading (`portico log`): nothing is created, no
+    /// writer is started, and another process may be writing it.
+    ///
+    /// # Errors
+    /// An invalid `[audit]`, no log there, or an unreachable store.
+    pub async fn open_read_only(raw: &RawAudit, state_dir: &Path) -> Result<AuditLog, AuditError> {
+        let config = AuditConfig::from_raw(raw, state_dir)?;
+        let dir = &config.state_dir;
+        let key = match chain::read_key(&dir.join(SIGNING_KEY_FILE)) {
+            Ok(Some(seed)) => Some(Signer::new(&seed).public()),
+            _ => fs::read_to_string(dir.join(PUBLIC_KEY_FILE)).ok().and_then(|t| chain::unhex32(&t)),
+        };
+        let redactor = match chain::read_key(&dir.join(HMAC_KEY_FILE)) {
+            Ok(Some(k)) => Redactor::new(&config.redact, config.level, &k).ok(),
+            _ => None,
+        };
+        let shared = Arc::new(Shared::new(config.on_failure, 0));
+        let (store, _) = open_store(&config, false, &shared).await?;
+        let head = store.head().await.map_err(AuditError::store(store.as_ref()))?;
+        shared.head.send_replace(head.map_or(0, |h| h.0));
+        Ok(AuditLog {
+            inner: Arc::new(Inner {
+                config,
+                store,
+                redactor,
+                tx: None,
+                shared,
+                key,
+                signer: None,
+                retention: Mutex::new(None),
+                writer: Mutex::new(None),
+                lock: Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The config it was opened with.
+    pub fn config(&self) -> &AuditConfig {
+        &self.inner.config
+    }
+
+    /// The redaction rules, to show a pending approval's arguments as the log would keep them
+    /// (`None` when opened read-only without access to the key).
+    pub fn redactor(&self) -> Option<&Redactor> {
+        self.inner.redactor.as_ref()
+    }
+
+    /// Records `entry`. Waits only while the queue is full (at most `queue_timeout`); the
+    /// record is written shortly after, in a batch.
+    ///
+    /// # Errors
+    /// [`AuditError::Unavailable`] at once while the store is down with `fail-closed` (or the
+    /// spool cannot be written with `buffer`); [`AuditError::QueueFull`],
+    /// [`AuditError::Closed`], [`AuditError::ReadOnly`].
+    pub async fn append(&self, entry: Entry) -> Result<(), AuditError> {
+        let (Some(tx), Some(redactor)) = (&self.inner.tx, &self.inner.redactor) else {
+            return Err(AuditError::ReadOnly);
+        };
+        if !self.inner.shared.accepting() {
+            return Err(if tx.is_closed() { AuditError::Closed } else { self.inner.shared.unavailable() });
+        }
+        let now = time::now_micros();
+        let id = chain::ulid(u64::try_from(now / 1000).unwrap_or(0));
+        let prepared = record::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
+        match tx.try_send(Msg::Record(Box::new(prepared))) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(AuditError::Closed),
+            Err(mpsc::error::TrySendError::Full(msg)) => {
+                let waited = self.inner.config.queue_timeout;
+                match tokio::time::timeout(waited, tx.send(msg)).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(_)) => Err(AuditError::Closed),
+                    Err(_) => Err(AuditError::QueueFull { waited }),
+                }
+            }
+        }
+    }
+
+    /// Whether an append is taken now. With `fail-closed` this is false from the moment the
+    /// store fails until it is back and the spool is replayed: the host refuses new calls.
+    pub fn healthy(&self) -> bool {
+        self.inner.tx.as_ref().is_some_and(|tx| !tx.is_closed()) && self.inner.shared.accepting()
+    }
+
+    /// The writer's state.
+    pub fn health(&self) -> Health {
+        let s = &self.inner.shared;
+        Health { accepting: self.healthy(), store_ok: s.store_ok(), backlog: s.backlog(), reason: s.reason() }
+    }
+
+    /// Waits until every record appended before is in the store.
+    ///
+    /// # Errors
+    /// [`AuditError::Unavailable`] when some wait in the spool or in memory (saying how
+    /// many), [`AuditError::Closed`], [`AuditError::ReadOnly`].
+    pub async fn flush(&self) -> Result<(), AuditError> {
+        let tx = self.inner.tx.as_ref().ok_or(AuditError::ReadOnly)?;
+        let (done, wait) = oneshot::channel();
+        tx.send(Msg::Flush(done)).await.map_err(|_| AuditError::Closed)?;
+        wait.await.map_err(|_| AuditError::Closed)?
+    }
+
+    /// Stops taking records, writes those taken (one more try at the store if it was down),
+    /// signs a closing checkpoint, and stops the writer. Closing again does nothing.
+    ///
+    /// # Errors
+    /// [`AuditError::Spooled`] when records wait in the spool for the next open;
+    /// [`AuditError::Lost`] when some could be kept neither in the store nor in the spool.
+    pub async fn close(&self) -> Result<(), AuditError> {
+        if let Ok(mut t) = self.inner.retention.lock()
+            && let Some(t) = t.take()
+        {
+            t.abort();
+        }
+        let Some(tx) = &self.inner.tx else { return Ok(()) };
+        let (done, wait) = oneshot::channel();
+        if tx.send(Msg::Close(done)).await.is_err() {
+            return Ok(());
+        }
+        let result = wait.await.unwrap_or(Ok(()));
+        let writer = self.inner.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
+            let _ = writer.await;
+        }
+        if let Ok(mut lock) = self.inner.lock.lock() {
+            lock.take();
+        }
+        result
+    }
+
+    async fn select(&self, select: Select) -> Result<Vec<StoredRecord>, AuditError> {
+        self.inner.store.select(select).await.map_err(AuditError::store(self.inner.store.as_ref()))
+    }
+
+    /// The latest records that match (`limit`, 100 by default), oldest first by start time.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub async fn query(&self, filter: &Filter) -> Result<Vec<Record>, AuditError> {
+        let limit = filter.limit.unwrap_or(100);
+        let mut rows = self.select(Select { conds: filter.conds(), order: store::Order::NewestFirst, limit }).await?;
+        rows.reverse();
+        Ok(rows.into_iter().map(Record::from).collect())
+    }
+
+    /// The record with this ULID, or this `seq`.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub async fn show(&self, id: &str) -> Result<Option<Record>, AuditError> {
+        let lookup = match id.parse::<u64>() {
+            Ok(seq) => Lookup::Seq(seq),
+            Err(_) => Lookup::Id(id.to_ascii_uppercase()),
+        };
+        let row = self.inner.store.get(lookup).await.map_err(AuditError::store(self.inner.store.as_ref()))?;
+        Ok(row.map(Record::from))
+    }
+
+    /// The last `seq` in the store.
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub async fn last_seq(&self) -> Result<Option<u64>, AuditError> {
+        let head = self.inner.store.head().await.map_err(AuditError::store(self.inner.store.as_ref()))?;
+        Ok(head.map(|h| h.0))
+    }
+
+    /// A live tail of the records that match `filter` (its `limit` aside), from after `after`
+    /// (the last record now, when `None`).
+    ///
+    /// # Errors
+    /// When the store cannot be read.
+    pub async fn follow(&self, filter: &Filter, after: Option<u64>) -> Result<Follow, AuditError> {
+        let after = match after {
+            Some(a) => a,
+            None => self.last_seq().await?.unwrap_or(0),
+        };
+        Ok(Follow { log: self.clone(), conds: filter.conds(), after, head: self.inner.shared.head.subscribe() })
+    }
+
+    /// Writes every record, in `seq` order, as JSONL: each line the record's canonical JSON,
+    /// exactly as hashed. Returns how many.
+    ///
+    /// # Errors
+    /// When the store cannot be read or `out` written.
+    pub async fn export(&self, out: &mut (dyn std::io::Write + Send)) -> Result<u64, AuditError> {
+        let mut after = 0;
+        let mut n = 0;
+        loop {
+            let page = self.select(Select::after(after, 5000)).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for r in &page {
+                out.write_all(r.text.as_bytes())
+                    .and_then(|()| out.write_all(b"\n"))
+                    .map_err(|e| AuditError::Io { path: PathBuf::from("-"), message: e.to_string() })?;
+                n += 1;
+            }
+        }
+        out.flush().map_err(|e| AuditError::Io { path: PathBuf::from("-"), message: e.to_string() })?;
+        Ok(n)
+    }
+
+    /// Checks the chain and the checkpoints (against this log's key, from the state
+    /// directory, when it can be read).
+    ///
+    /// # Errors
+    /// When the store cannot be read (what is wrong with the log is in the [`Report`]).
+    pub async fn verify(&self) -> Result<Report, AuditError> {
+        verify::verify(self.inner.store.as_ref(), self.inner.key).await
+    }
+
+    /// Applies retention now (it also runs every `retention.interval` while the log is open).
+    ///
+    /// # Errors
+    /// When the store cannot be read or written, or the export cannot be written;
+    /// [`AuditError::ReadOnly`] when opened read-only.
+    pub async fn apply_retention(&self) -> Result<Option<Pruned>, AuditError> {
+        let signer = self.inner.signer.as_ref().ok_or(AuditError::ReadOnly)?;
+        retention::apply(self.inner.store.as_ref(), &self.inner.config.retention, signer).await
+    }
+}

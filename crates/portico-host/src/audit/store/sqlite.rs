@@ -1,0 +1,354 @@
+//! The SQLite store: one file (WAL, `synchronous = NORMAL`), one connection for writing and
+//! one for reading, each used on the blocking pool.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use rusqlite::{Connection, OpenFlags, OptionalExtension as _, Row, TransactionBehavior, params, params_from_iter};
+
+use super::{
+    Arg, COLUMNS, Lookup, MIGRATIONS, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
+};
+use crate::audit::chain::{Checkpoint, PruneStatement};
+use crate::audit::record::Columns;
+use crate::audit::time;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::new(e.to_string())
+    }
+}
+
+/// Records in a SQLite file.
+#[derive(Debug)]
+pub(crate) struct SqliteStore {
+    path: PathBuf,
+    write: Arc<Mutex<Connection>>,
+    read: Arc<Mutex<Connection>>,
+}
+
+fn connect(path: &Path, create: bool) -> Result<Connection, StoreError> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    if create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags)
+        .map_err(|e| StoreError::new(format!("cannot open {}: {e}", path.display())))?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), mode, "the audit database is not in WAL mode");
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // 32 MiB of pages: the indexes by tool and by server take inserts all over. And a
+    // checkpoint of the WAL every 8192 pages (32 MiB) rather than 1000: an index page written
+    // by many transactions in between is copied to the database once.
+    conn.pragma_update(None, "cache_size", -32_768)?;
+    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS audit_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)",
+    )?;
+    let current: Option<i32> = tx.query_row("SELECT max(version) FROM audit_migrations", [], |r| r.get(0))?;
+    let current = current.unwrap_or(0);
+    let known = MIGRATIONS.iter().map(|m| m.version).max().unwrap_or(0);
+    if current > known {
+        return Err(StoreError::new(format!(
+            "the audit database has schema version {current}, newer than this Portico knows ({known}): upgrade Portico"
+        )));
+    }
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        tx.execute_batch(m.sqlite)?;
+        tx.execute(
+            "INSERT INTO audit_migrations (version, applied_at) VALUES (?1, ?2)",
+            params![m.version, time::format_micros(time::now_micros())],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn record_from_row(row: &Row<'_>) -> rusqlite::Result<StoredRecord> {
+    let hash: Vec<u8> = row.get(10)?;
+    Ok(StoredRecord {
+        seq: seq_u64(row.get(0)?),
+        columns: Columns {
+            id: row.get(1)?,
+            ts: row.get(2)?,
+            method: row.get(3)?,
+            server: row.get(4)?,
+            tool: row.get(5)?,
+            principal: row.get(6)?,
+            decision: row.get(7)?,
+            status: row.get(8)?,
+        },
+        text: row.get(9)?,
+        hash: hash32(&hash),
+    })
+}
+
+fn checkpoint_from_row(row: &Row<'_>) -> rusqlite::Result<Checkpoint> {
+    let hash: Vec<u8> = row.get(1)?;
+    let key: Vec<u8> = row.get(5)?;
+    Ok(Checkpoint {
+        seq: seq_u64(row.get(0)?),
+        hash: hash32(&hash),
+        time: row.get(2)?,
+        prev_signature: row.get(3)?,
+        signature: row.get(4)?,
+        key: hash32(&key),
+    })
+}
+
+const CHECKPOINT_COLUMNS: &str = "seq, hash, time, prev_signature, signature, public_key";
+
+/// Runs `f` on `conn` on the blocking pool.
+fn blocking<T: Send + 'static>(
+    conn: &Arc<Mutex<Connection>>,
+    f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+) -> BoxFuture<'static, Result<T, StoreError>> {
+    let conn = conn.clone();
+    Box::pin(async move {
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn.lock().map_err(|_| StoreError::new("the SQLite connection's lock is poisoned"))?;
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::new(format!("the SQLite task failed: {e}")))?
+    })
+}
+
+fn to_sql(args: Vec<Arg>) -> Vec<rusqlite::types::Value> {
+    args.into_iter()
+        .map(|a| match a {
+            Arg::Int(n) => rusqlite::types::Value::Integer(n),
+            Arg::Text(s) => rusqlite::types::Value::Text(s),
+        })
+        .collect()
+}
+
+impl SqliteStore {
+    /// Opens (with `create`, makes) the log at `path` and brings its schema up to date.
+    pub fn open(path: &Path, create: bool) -> Result<SqliteStore, StoreError> {
+        if !create && !path.exists() {
+            return Err(StoreError::new(format!("there is no activity log at {}", path.display())));
+        }
+        let mut write = connect(path, create)?;
+        migrate(&mut write)?;
+        let read = connect(path, false)?;
+        Ok(SqliteStore {
+            path: path.to_path_buf(),
+            write: Arc::new(Mutex::new(write)),
+            read: Arc::new(Mutex::new(read)),
+        })
+    }
+}
+
+impl Store for SqliteStore {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        blocking(&self.write, |c| {
+            c.query_row("SELECT count(*) FROM audit_migrations", [], |_| Ok(()))?;
+            Ok(())
+        })
+    }
+
+    fn write(
+        &self,
+        records: Arc<Vec<StoredRecord>>,
+        checkpoints: Vec<Checkpoint>,
+    ) -> BoxFuture<'_, Result<(), StoreError>> {
+        blocking(&self.write, move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut st = tx.prepare_cached(
+                    "INSERT INTO audit_records (seq, id, ts, method, server, tool, principal, decision, status, record, hash)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                )?;
+                for r in records.iter() {
+                    let c = &r.columns;
+                    st.execute(params![
+                        seq_i64(r.seq),
+                        c.id,
+                        c.ts,
+                        c.method,
+                        c.server,
+                        c.tool,
+                        c.principal,
+                        c.decision,
+                        c.status,
+                        r.text,
+                        &r.hash[..]
+                    ])?;
+                }
+                let mut st = tx.prepare_cached(
+                    "INSERT INTO audit_checkpoints (seq, hash, time, prev_signature, signature, public_key)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )?;
+                for cp in &checkpoints {
+                    st.execute(params![
+                        seq_i64(cp.seq),
+                        &cp.hash[..],
+                        cp.time,
+                        cp.prev_signature,
+                        cp.signature,
+                        &cp.key[..]
+                    ])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    fn head(&self) -> BoxFuture<'_, Result<Option<super::Head>, StoreError>> {
+        blocking(&self.read, |c| {
+            Ok(c.query_row("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1", [], |r| {
+                let hash: Vec<u8> = r.get(1)?;
+                Ok((seq_u64(r.get(0)?), hash32(&hash)))
+            })
+            .optional()?)
+        })
+    }
+
+    fn checkpoints(&self) -> BoxFuture<'_, Result<Vec<Checkpoint>, StoreError>> {
+        blocking(&self.read, |c| {
+            let mut st = c.prepare(&format!("SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints ORDER BY seq"))?;
+            let rows = st.query_map([], checkpoint_from_row)?.collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    fn last_checkpoint(&self) -> BoxFuture<'_, Result<Option<Checkpoint>, StoreError>> {
+        blocking(&self.read, |c| {
+            Ok(c.query_row(
+                &format!("SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints ORDER BY seq DESC LIMIT 1"),
+                [],
+                checkpoint_from_row,
+            )
+            .optional()?)
+        })
+    }
+
+    fn select(&self, select: Select) -> BoxFuture<'_, Result<Vec<StoredRecord>, StoreError>> {
+        blocking(&self.read, move |c| {
+            let (tail, args) = select.render(|i| format!("?{i}"));
+            let mut st = c.prepare_cached(&format!("SELECT {COLUMNS} FROM audit_records{tail}"))?;
+            let rows = st.query_map(params_from_iter(to_sql(args)), record_from_row)?.collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    fn get(&self, lookup: Lookup) -> BoxFuture<'_, Result<Option<StoredRecord>, StoreError>> {
+        blocking(&self.read, move |c| {
+            let row = match lookup {
+                Lookup::Id(id) => c
+                    .query_row(&format!("SELECT {COLUMNS} FROM audit_records WHERE id = ?1"), [id], record_from_row)
+                    .optional()?,
+                Lookup::Seq(seq) => c
+                    .query_row(
+                        &format!("SELECT {COLUMNS} FROM audit_records WHERE seq = ?1"),
+                        [seq_i64(seq)],
+                        record_from_row,
+                    )
+                    .optional()?,
+            };
+            Ok(row)
+        })
+    }
+
+    fn stats(&self, bytes: bool) -> BoxFuture<'_, Result<Stats, StoreError>> {
+        blocking(&self.read, move |c| {
+            let (count, first, last): (i64, Option<i64>, Option<i64>) =
+                c.query_row("SELECT count(*), min(seq), max(seq) FROM audit_records", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?;
+            let total: i64 = if bytes {
+                c.query_row("SELECT coalesce(sum(length(CAST(record AS BLOB))), 0) FROM audit_records", [], |r| {
+                    r.get(0)
+                })?
+            } else {
+                0
+            };
+            Ok(Stats {
+                count: seq_u64(count),
+                first: first.map(seq_u64),
+                last: last.map(seq_u64),
+                bytes: seq_u64(total),
+            })
+        })
+    }
+
+    fn first_seq_since(&self, ts: i64) -> BoxFuture<'_, Result<Option<u64>, StoreError>> {
+        blocking(&self.read, move |c| {
+            let seq: Option<i64> =
+                c.query_row("SELECT min(seq) FROM audit_records WHERE ts >= ?1", [ts], |r| r.get(0))?;
+            Ok(seq.map(seq_u64))
+        })
+    }
+
+    fn sizes(&self, after: u64, limit: usize) -> BoxFuture<'_, Result<Vec<(u64, u64)>, StoreError>> {
+        blocking(&self.read, move |c| {
+            let mut st = c.prepare_cached(
+                "SELECT seq, length(CAST(record AS BLOB)) FROM audit_records WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+            )?;
+            let rows = st
+                .query_map(params![seq_i64(after), i64::try_from(limit).unwrap_or(i64::MAX)], |r| {
+                    Ok((seq_u64(r.get(0)?), seq_u64(r.get(1)?)))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+
+    fn prune(&self, through: u64, statement: PruneStatement) -> BoxFuture<'_, Result<u64, StoreError>> {
+        blocking(&self.write, move |c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute("DELETE FROM audit_records WHERE seq <= ?1", [seq_i64(through)])?;
+            tx.execute("DELETE FROM audit_checkpoints WHERE seq < ?1", [seq_i64(through)])?;
+            tx.execute("DELETE FROM audit_pruned WHERE through < ?1", [seq_i64(through)])?;
+            tx.execute(
+                "INSERT INTO audit_pruned (through, hash, time, signature, public_key) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    seq_i64(statement.through),
+                    &statement.hash[..],
+                    statement.time,
+                    statement.signature,
+                    &statement.key[..]
+                ],
+            )?;
+            tx.commit()?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
+    fn pruned(&self) -> BoxFuture<'_, Result<Option<PruneStatement>, StoreError>> {
+        blocking(&self.read, |c| {
+            Ok(c.query_row(
+                "SELECT through, hash, time, signature, public_key FROM audit_pruned ORDER BY through DESC LIMIT 1",
+                [],
+                |r| {
+                    let hash: Vec<u8> = r.get(1)?;
+                    let key: Vec<u8> = r.get(4)?;
+                    Ok(PruneStatement {
+                        through: seq_u64(r.get(0)?),
+                        hash: hash32(&hash),
+                        time: r.get(2)?,
+                        signature: r.get(3)?,
+                        key: hash32(&key),
+                    })
+                },
+            )
+            .optional()?)
+        })
+    }
+}

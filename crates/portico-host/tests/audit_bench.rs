@@ -1,0 +1,212 @@
+//! The activity log's numbers (not run by `cargo test`: `bench/audit.sh` runs them, in
+//! release): appends per second to SQLite with the default redaction, and a query by tool and
+//! time window over a million records.
+//!
+//! The log lives in `PORTICO_BENCH_DIR` (a temp dir under it) or the system temp dir.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use portico_host::audit::{AuditLog, Decision, Entry, Filter, RawAudit};
+use serde_json::json;
+
+const TOOLS: usize = 100;
+const DAYS: u64 = 30;
+
+fn bench_dir() -> tempfile::TempDir {
+    let base = std::env::var_os("PORTICO_BENCH_DIR").map(std::path::PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    tempfile::tempdir_in(base).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A typical tool call: a few arguments (two of them redacted by default), a short result.
+fn entry(i: usize, start: Option<SystemTime>) -> Entry {
+    let mut e = Entry::new("tools/call");
+    e.start = start;
+    e.principal = Some("local".into());
+    e.client_name = Some("claude-code".into());
+    e.client_version = Some("1.0.0".into());
+    e.session = Some("9f1c2e7a-3b0d-4c55-8a2e-6d1f0b9c4e21".into());
+    e.protocol_version = Some("2025-06-18".into());
+    e.transport = Some("pipe".into());
+    e.request_id = Some(i.to_string());
+    e.upstream_request_id = Some((i + 7).to_string());
+    e.server = Some(format!("server{}", i % 10));
+    e.exposed = Some(format!("server{}__tool{}", i % 10, i % TOOLS));
+    e.original = Some(format!("tool{}", i % TOOLS));
+    e.arguments = Some(json!({
+        "query": "SELECT id, name FROM users WHERE created_at > $1 ORDER BY id LIMIT 50",
+        "params": ["2026-01-01"],
+        "database": "analytics",
+        "options": {"timeout_ms": 5000, "api_key": "sk-live-0123456789abcdef"},
+        "password": "correct horse battery staple",
+    }));
+    e.result = Some(json!({
+        "content": [{"type": "text", "text": "50 rows: 1 alice, 2 bob, 3 carol, 4 dave, 5 erin, 6 frank, 7 grace, 8 heidi, 9 ivan, 10 judy, …"}],
+        "structuredContent": {"rows": 50, "elapsed_ms": 12},
+        "isError": false,
+    }));
+    e.decision = Some(Decision::Allow);
+    e.rule = Some("read-only queries".into());
+    e.progress_count = Some(0);
+    e.request_bytes = Some(312);
+    e.response_bytes = Some(420);
+    e.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
+    e
+}
+
+/// CPU seconds this process used so far, all threads (from /proc; 100 ticks a second).
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+async fn open(dir: &std::path::Path) -> AuditLog {
+    AuditLog::open(&RawAudit::default(), dir).await.unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: bench/audit.sh"]
+async fn bench_appends_per_second() {
+    let n = env_usize("PORTICO_BENCH_APPENDS", 200_000);
+    // One caller after another.
+    let dir = bench_dir();
+    let log = open(dir.path()).await;
+    let entries: Vec<Entry> = (0..n).map(|i| entry(i, None)).collect();
+    let t = Instant::now();
+    let cpu = cpu_secs();
+    for e in entries {
+        log.append(e).await.unwrap_or_else(|e| panic!("append: {e}"));
+    }
+    log.flush().await.unwrap_or_else(|e| panic!("flush: {e}"));
+    let one = n as f64 / t.elapsed().as_secs_f64();
+    let one_cpu = n as f64 / (cpu_secs() - cpu).max(0.01);
+    log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
+    let size = std::fs::metadata(dir.path().join("audit.db")).map(|m| m.len()).unwrap_or(0);
+    drop(log);
+
+    // 64 callers at once.
+    let dir = bench_dir();
+    let log = open(dir.path()).await;
+    let t = Instant::now();
+    let cpu = cpu_secs();
+    let per = n / 64;
+    let tasks: Vec<_> = (0..64)
+        .map(|w| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                for i in 0..per {
+                    log.append(entry(w * per + i, None)).await.unwrap_or_else(|e| panic!("append: {e}"));
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    log.flush().await.unwrap_or_else(|e| panic!("flush: {e}"));
+    let many = (per * 64) as f64 / t.elapsed().as_secs_f64();
+    let many_cpu = (per * 64) as f64 / (cpu_secs() - cpu).max(0.01);
+    let t = Instant::now();
+    let report = log.verify().await.unwrap_or_else(|e| panic!("verify: {e}"));
+    let verify = t.elapsed();
+    assert!(report.ok(), "{report}");
+    log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!(
+        "BENCH machine: {} cores, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        load.trim()
+    );
+    eprintln!(
+        "BENCH appends to SQLite, default redaction, one caller: {one:>7.0} records/s wall clock, {one_cpu:>7.0} per CPU-second ({n} records)"
+    );
+    eprintln!(
+        "BENCH appends to SQLite, default redaction, 64 callers: {many:>7.0} records/s wall clock, {many_cpu:>7.0} per CPU-second"
+    );
+    eprintln!("BENCH bytes per record in the SQLite file (with indexes): {}", size / n.max(1) as u64);
+    eprintln!("BENCH verify: {:.0} records/s", report.records as f64 / verify.as_secs_f64());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: bench/audit.sh"]
+async fn bench_query_by_tool_and_time_window_over_a_million() {
+    let n = env_usize("PORTICO_BENCH_RECORDS", 1_000_000);
+    let dir = bench_dir();
+    let log = open(dir.path()).await;
+    let now = SystemTime::now();
+    let span = DAYS * 86_400;
+    let t = Instant::now();
+    let log2 = log.clone();
+    // Start times over 30 days, in the order calls end (a call's start is up to a minute
+    // before the calls that end before it).
+    let fill = tokio::spawn(async move {
+        for i in 0..n {
+            let offset = (i as u64 * span / n as u64).saturating_sub((i as u64).wrapping_mul(2_654_435_761) % 60);
+            let start = now - Duration::from_secs(span - offset);
+            log2.append(entry(i, Some(start))).await.unwrap_or_else(|e| panic!("append: {e}"));
+        }
+    });
+    fill.await.unwrap_or_else(|e| panic!("{e}"));
+    log.flush().await.unwrap_or_else(|e| panic!("flush: {e}"));
+    let fill_rate = n as f64 / t.elapsed().as_secs_f64();
+
+    let mut times = Vec::new();
+    let mut rows = 0;
+    for q in 0..50u64 {
+        let mut f = Filter::new();
+        let tool = (q * 37) as usize % TOOLS;
+        f.tool = Some(format!("server{}__tool{tool}", tool % 10));
+        let day = q % (DAYS - 1);
+        f.since = Some(now - Duration::from_secs((DAYS - day) * 86_400));
+        f.until = Some(now - Duration::from_secs((DAYS - day - 1) * 86_400));
+        f.limit = Some(10_000);
+        let t = Instant::now();
+        let got = log.query(&f).await.unwrap_or_else(|e| panic!("query: {e}"));
+        times.push(t.elapsed());
+        rows += got.len();
+        assert!(got.iter().all(|r| r.target == f.tool));
+    }
+    // The latest 100 of a tool, any time (what `portico log --tool T` asks).
+    let mut latest = Vec::new();
+    for q in 0..20usize {
+        let mut f = Filter::new();
+        let tool = q * 3 % TOOLS;
+        f.tool = Some(format!("server{}__tool{tool}", tool % 10));
+        let t = Instant::now();
+        let got = log.query(&f).await.unwrap_or_else(|e| panic!("query: {e}"));
+        latest.push(t.elapsed());
+        assert_eq!(got.len(), 100);
+    }
+    times.sort();
+    latest.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
+    let size = std::fs::metadata(dir.path().join("audit.db")).map(|m| m.len()).unwrap_or(0);
+    eprintln!("BENCH filled {n} records at {fill_rate:.0} records/s ({} MiB)", size >> 20);
+    eprintln!(
+        "BENCH query by tool and a 1-day window over {n} records ({} rows each on average): median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
+        rows / times.len(),
+        ms(times[times.len() / 2]),
+        ms(times[times.len() * 9 / 10]),
+        ms(times[times.len() - 1])
+    );
+    eprintln!(
+        "BENCH the latest 100 of a tool over {n} records: median {:.2} ms, max {:.2} ms",
+        ms(latest[latest.len() / 2]),
+        ms(latest[latest.len() - 1])
+    );
+}
+
+/// One Arc-ed log shared by tasks must be `Send + Sync`.
+#[test]
+fn the_log_can_be_shared_across_tasks() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<AuditLog>();
+    shared::<Arc<AuditLog>>();
+}

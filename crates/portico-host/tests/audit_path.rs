@@ -1,0 +1,50 @@
+//! The activity log on the call path: every call through the host, allowed, denied or failed,
+//! becomes one record with its decision and outcome, and 64 concurrent calls give 64 records
+//! in one valid chain.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use portico_host::Host;
+use portico_host::audit::{AuditLog, Filter, RawAudit};
+use portico_host::oversight::Supervisor;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_through_the_host_is_recorded_once_in_one_chain() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = "[[policy.rules]]\ntool = \"*__sleep\"\ndecision = \"deny\"\nreason = \"no sleeping\"\n\n[[policy.rules]]\ndecision = \"allow\"\n";
+    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+
+    let r = host.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(r.structured_content, Some(json!({"sum": 3})));
+    let r = host.call_tool("ev__sleep", json!({"ms": 1}), None).await;
+    assert_eq!(r.is_error, Some(true));
+    let calls = (0..64).map(|i| {
+        let host = host.clone();
+        async move { host.call_tool("ev__add", json!({"a": i, "b": 1}), None).await }
+    });
+    let results = futures_util::future::join_all(calls).await;
+    assert!(results.iter().all(|r| r.is_error.is_none()));
+
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&Filter::new()).await.expect("query");
+    assert_eq!(records.len(), 66, "one record per call");
+    let denied: Vec<_> = records.iter().filter(|r| r.status == "denied").collect();
+    assert_eq!(denied.len(), 1);
+    assert_eq!(denied[0].target.as_deref(), Some("ev__sleep"));
+    assert_eq!(denied[0].decision.as_deref(), Some("deny"));
+    let ok = records.iter().filter(|r| r.status == "success" && r.decision.as_deref() == Some("allow")).count();
+    assert_eq!(ok, 65);
+    let report = log.verify().await.expect("verify");
+    assert_eq!(report.records, 66);
+    assert!(report.first_bad_seq().is_none(), "{report:?}");
+    host.shutdown().await;
+}
