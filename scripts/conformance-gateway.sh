@@ -79,9 +79,9 @@ EOF
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$bin/portico" serve --config "$tmp/portico.toml" --http "127.0.0.1:$port" 2>"$tmp/gateway.log" &
 gateway_pid=$!
-# The gateway listens once its upstreams are ready (or have failed to start).
-for _ in $(seq 1 300); do
-  (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+# The gateway listens at once and says what it serves once its upstream has started.
+for _ in $(seq 1 600); do
+  grep -q 'portico: serving' "$tmp/gateway.log" 2>/dev/null && break
   kill -0 "$gateway_pid" 2>/dev/null || break
   sleep 0.1
 done
