@@ -68,6 +68,7 @@ pub(crate) enum Target {
     /// The configured host, under its policy; a terminal answers its approvals.
     Host {
         host: Host,
+        supervisor: Arc<portico_host::oversight::Supervisor>,
         _terminal: Option<AbortOnDrop>,
     },
     Direct {
@@ -105,9 +106,9 @@ impl Pending {
                 let supervisor = Arc::new(crate::supervisor(&config).await?);
                 let terminal = crate::ask_tty::attach(supervisor.approvals(), paused()).map(AbortOnDrop);
                 supervisor.attach_terminal(terminal.is_some());
-                let host = Host::with_oversight(*config, supervisor);
+                let host = Host::with_oversight(*config, supervisor.clone());
                 host.ready(STARTUP).await;
-                Ok(Target::Host { host, _terminal: terminal })
+                Ok(Target::Host { host, supervisor, _terminal: terminal })
             }
             Pending::Direct(spec) => connect_direct(&spec).await,
         }
@@ -237,7 +238,10 @@ impl Pending {
 impl Target {
     async fn close(self) {
         match self {
-            Target::Host { host, .. } => host.shutdown().await,
+            Target::Host { host, supervisor, .. } => {
+                host.shutdown().await;
+                crate::close_audit(&supervisor).await;
+            }
             Target::Direct { client, child } => {
                 client.close().await;
                 if let Some(child) = child {

@@ -184,6 +184,15 @@ pub(crate) async fn supervisor(
     Ok(supervisor.with_audit(log))
 }
 
+/// Writes out what the activity log still holds; says so on stderr if records could not be.
+pub(crate) async fn close_audit(supervisor: &portico_host::oversight::Supervisor) {
+    if let Some(log) = supervisor.audit()
+        && let Err(e) = log.close().await
+    {
+        eprintln!("portico: the activity log: {e}");
+    }
+}
+
 /// Loads and validates the config, printing its warnings to stderr.
 pub(crate) fn load_config(given: Option<&std::path::Path>) -> Result<portico_host::config::Config, Failure> {
     let path = config_path(given)?;

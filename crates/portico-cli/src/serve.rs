@@ -100,6 +100,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
         }
     };
     host.shutdown().await;
+    crate::close_audit(&supervisor).await;
     result
 }
 
