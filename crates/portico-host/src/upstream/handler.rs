@@ -22,11 +22,24 @@ use portico::server::RequestContext;
 use super::{Shared, lock};
 use crate::config::ServerConfig;
 
+/// Progress and log messages waiting to go to one call's caller; a flood beyond this is dropped
+/// (memory stays bounded).
+pub(crate) const FORWARD_QUEUE: usize = 1024;
+
+/// What goes to a call's caller while it runs, in order.
+pub(crate) enum Forward {
+    Progress(portico::schema::ProgressNotificationParams),
+    Log(LoggingMessageNotificationParams, String),
+}
+
+/// A call in flight: its id, its caller, and where its log messages go.
+type Entry = (u64, RequestContext, Option<tokio::sync::mpsc::Sender<Forward>>);
+
 /// The downstream calls in flight to one upstream, oldest first.
 #[derive(Default)]
 pub(crate) struct InFlight {
     next: AtomicU64,
-    calls: Mutex<Vec<(u64, RequestContext)>>,
+    calls: Mutex<Vec<Entry>>,
 }
 
 /// Removes its call from [`InFlight`] when dropped.
@@ -36,20 +49,25 @@ pub(crate) struct Entered<'a> {
 }
 
 impl InFlight {
-    pub(crate) fn enter(&self, cx: RequestContext) -> Entered<'_> {
+    pub(crate) fn enter(&self, cx: RequestContext, forward: tokio::sync::mpsc::Sender<Forward>) -> Entered<'_> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        lock(&self.calls).push((id, cx));
+        lock(&self.calls).push((id, cx, Some(forward)));
         Entered { set: self, id }
     }
 
     fn latest(&self) -> Option<RequestContext> {
-        lock(&self.calls).last().map(|(_, cx)| cx.clone())
+        lock(&self.calls).last().map(|(_, cx, _)| cx.clone())
+    }
+
+    /// Where the latest call's log messages go.
+    fn latest_forward(&self) -> Option<tokio::sync::mpsc::Sender<Forward>> {
+        lock(&self.calls).last().and_then(|(_, _, f)| f.clone())
     }
 }
 
 impl Drop for Entered<'_> {
     fn drop(&mut self) {
-        lock(&self.set.calls).retain(|(id, _)| *id != self.id);
+        lock(&self.set.calls).retain(|(id, _, _)| *id != self.id);
     }
 }
 
@@ -138,17 +156,23 @@ impl ClientHandler for UpstreamHandler {
     fn on_log(&self, params: LoggingMessageNotificationParams) {
         let Some(shared) = self.shared.upgrade() else { return };
         let server = shared.config.name.clone();
-        match shared.calls.latest() {
-            Some(cx) => {
-                let logger = match &params.logger {
-                    Some(l) => format!("{server}/{l}"),
-                    None => server,
-                };
-                let _ = self.logs.try_send((cx, params, logger));
+        let logger = match &params.logger {
+            Some(l) => format!("{server}/{l}"),
+            None => server.clone(),
+        };
+        match shared.calls.latest_forward() {
+            // In order with the call's progress, and before its result.
+            Some(forward) => {
+                let _ = forward.try_send(Forward::Log(params, logger));
             }
-            None => {
-                tracing::info!(target: "portico::upstream", %server, level = ?params.level, "{}", params.data);
-            }
+            None => match shared.calls.latest() {
+                Some(cx) => {
+                    let _ = self.logs.try_send((cx, params, logger));
+                }
+                None => {
+                    tracing::info!(target: "portico::upstream", %server, level = ?params.level, "{}", params.data);
+                }
+            },
         }
     }
 

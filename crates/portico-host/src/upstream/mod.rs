@@ -337,24 +337,37 @@ impl Upstream {
     ) -> Result<CallToolResult, UpstreamError> {
         let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
-        let _call = cx.map(|cx| self.shared.calls.enter(cx.clone()));
         let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
-        let forward = cx.map(|cx| {
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<portico::schema::ProgressNotificationParams>();
-            let to = cx.clone();
-            let task = tokio::spawn(async move {
-                while let Some(p) = rx.recv().await {
-                    let _ = to.progress(p.progress, p.total, p.message.as_deref()).await;
-                }
-            });
-            options = std::mem::take(&mut options).with_cancel(cx.cancellation().clone()).with_progress(move |p| {
-                let _ = tx.send(p);
-            });
-            task
-        });
+        // Progress and log messages of this call go to its caller, in order, before its result.
+        let (call, forward) = match cx {
+            Some(cx) => {
+                let (tx, mut rx) = tokio::sync::mpsc::channel::<handler::Forward>(handler::FORWARD_QUEUE);
+                let to = cx.clone();
+                let task = tokio::spawn(async move {
+                    while let Some(f) = rx.recv().await {
+                        match f {
+                            handler::Forward::Progress(p) => {
+                                let _ = to.progress(p.progress, p.total, p.message.as_deref()).await;
+                            }
+                            handler::Forward::Log(p, logger) => {
+                                let _ = to.log(p.level, Some(&logger), p.data).await;
+                            }
+                        }
+                    }
+                });
+                let progress = tx.clone();
+                options = options.with_cancel(cx.cancellation().clone()).with_progress(move |p| {
+                    let _ = progress.try_send(handler::Forward::Progress(p));
+                });
+                (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
+            }
+            None => (None, None),
+        };
         let result = client.call_tool_with(name, arguments, options).await;
+        drop(call);
         if let Some(task) = forward {
-            // Progress sent before the result is passed on first; the sender went with the call.
+            // What the upstream sent before its result is passed on first; the senders went
+            // with the call.
             let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
         }
         let mut result = result.map_err(|e| self.lost(&e))?;
