@@ -135,6 +135,8 @@ mod error;
 // The engine serves both sides; with only one side compiled, parts of it are unused.
 #[cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code, unused_imports))]
 mod rpc;
+mod peek;
+mod sync;
 pub mod transport;
 
 #[cfg(all(feature = "server", feature = "client"))]

@@ -68,17 +68,12 @@ pub struct McpRequest {
     method: Box<str>,
     params: Option<Box<RawValue>>,
     extensions: http::Extensions,
-    pub(crate) route: Route,
 }
 
-/// Where the innermost service sends the request: to the server's era layer, or to the
-/// client's connection.
-pub(crate) enum Route {
-    #[cfg(feature = "server")]
-    Server(crate::server::stack::Route),
-    #[cfg(feature = "client")]
-    Client(crate::rpc::Peer, crate::rpc::RequestOptions),
-}
+/// A private extension [`McpRequest::set_params`] leaves: whatever a transport derived from
+/// the params as they arrived (the server's era, resolved ahead from `_meta`) no longer holds.
+#[derive(Clone, Copy)]
+pub(crate) struct ParamsReplaced;
 
 impl std::fmt::Debug for McpRequest {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,13 +91,12 @@ impl McpRequest {
         method: Box<str>,
         params: Option<Box<RawValue>>,
         extensions: http::Extensions,
-        route: Route,
     ) -> Self {
-        McpRequest { id, method, params, extensions, route }
+        McpRequest { id, method, params, extensions }
     }
 
-    pub(crate) fn into_parts(self) -> (RequestId, Box<str>, Option<Box<RawValue>>, http::Extensions, Route) {
-        (self.id, self.method, self.params, self.extensions, self.route)
+    pub(crate) fn into_parts(self) -> (RequestId, Box<str>, Option<Box<RawValue>>, http::Extensions) {
+        (self.id, self.method, self.params, self.extensions)
     }
 
     /// The JSON-RPC id.
@@ -128,9 +122,7 @@ impl McpRequest {
     /// Replaces the params (e.g. to fill in defaults or redact a field).
     pub fn set_params<T: Serialize>(&mut self, params: &T) -> Result<(), serde_json::Error> {
         self.params = Some(serde_json::value::to_raw_value(params)?);
-        // An era the transport resolved from the old params' `_meta` no longer holds.
-        #[cfg(feature = "server")]
-        self.extensions.remove::<crate::server::session::ResolvedEra>();
+        self.extensions.insert(ParamsReplaced);
         Ok(())
     }
 

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::AuthError;
-use crate::rpc::lock;
+use crate::sync::lock;
 
 /// The tokens of one authorization.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

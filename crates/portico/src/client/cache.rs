@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use crate::rpc::lock;
+use crate::sync::lock;
 
 /// (method, cursor).
 type Key = (&'static str, Option<String>);

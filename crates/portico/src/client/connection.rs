@@ -16,7 +16,8 @@ use std::sync::atomic::Ordering;
 
 use super::{CallOptions, Inner};
 use crate::error::{Error, ErrorKind};
-use crate::rpc::{RequestOptions, lock};
+use crate::rpc::RequestOptions;
+use crate::sync::lock;
 
 /// Params types that carry a request `_meta`.
 pub(super) trait HasMeta {

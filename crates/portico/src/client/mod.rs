@@ -21,7 +21,7 @@ mod cache;
 mod connection;
 pub mod elicitation;
 mod handler;
-mod service;
+mod endpoint;
 pub mod skills;
 mod stack;
 
@@ -45,10 +45,11 @@ use tokio_util::sync::CancellationToken;
 pub use handler::{ClientHandler, NoHandler};
 
 use crate::error::{Error, ErrorKind};
-use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig, lock};
+use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig};
+use crate::sync::lock;
 use crate::transport::Transport;
 use connection::{HasMeta, Peek, Refused, decode};
-use service::ClientService;
+use endpoint::ClientEndpoint;
 
 /// Which era to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -129,7 +130,7 @@ impl ClientBuilder {
     /// Not cancel safe: dropping the future leaves a half-opened connection that is closed
     /// when its last handle goes away.
     pub async fn connect<T: Transport>(self, transport: T) -> Result<Client, Error> {
-        let service = Arc::new(ClientService::new(self.handler.clone()));
+        let service = Arc::new(ClientEndpoint::new(self.handler.clone()));
         let peer = rpc::start(
             transport,
             service.clone(),
@@ -206,7 +207,7 @@ impl std::fmt::Debug for Client {
 
 struct Inner {
     peer: Peer,
-    service: Arc<ClientService>,
+    service: Arc<ClientEndpoint>,
     info: Implementation,
     caps: ClientCapabilities,
     timeout: Duration,

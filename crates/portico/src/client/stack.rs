@@ -7,8 +7,13 @@ use serde_json::value::RawValue;
 use tower::ServiceExt;
 
 use crate::error::Error;
-use crate::middleware::{BoxError, LayerFn, McpRequest, McpResponse, Route, Stack, build_stack};
+use crate::middleware::{BoxError, LayerFn, McpRequest, McpResponse, Stack, build_stack};
 use crate::rpc::{Peer, RequestOptions};
+
+/// Where a request goes after the layers: the connection, with the request's options. A
+/// private extension: layers cannot name it.
+#[derive(Clone)]
+struct Route(Peer, RequestOptions);
 
 /// Sends `params` as `method` through `stack`.
 pub(super) async fn send(
@@ -20,7 +25,9 @@ pub(super) async fn send(
 ) -> Result<Box<RawValue>, Error> {
     let id = options.id.clone().unwrap_or_else(|| peer.next_id());
     options.id = Some(id.clone());
-    let req = McpRequest::new(id, method.into(), params, http::Extensions::new(), Route::Client(peer.clone(), options));
+    let mut extensions = http::Extensions::new();
+    extensions.insert(Route(peer.clone(), options));
+    let req = McpRequest::new(id, method.into(), params, extensions);
     match stack.clone().oneshot(req).await {
         Ok(r) => match r.into_outcome() {
             Ok(bytes) => String::from_utf8(bytes.to_vec())
@@ -38,10 +45,15 @@ pub(super) async fn send(
 
 /// The innermost service: the request goes out on the connection.
 fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>> {
-    let (_, method, params, _, route) = req.into_parts();
-    #[allow(irrefutable_let_patterns)]
-    let Route::Client(peer, options) = route else {
-        return async { Err(BoxError::from("a server request reached the client's stack")) }.boxed();
+    let (_, method, params, mut extensions) = req.into_parts();
+    let Some(Route(peer, options)) = extensions.remove::<Route>() else {
+        return async {
+            Err(BoxError::from(
+                "a request reached the client's connection without its route: a layer cleared the request's \
+                 extensions (`extensions_mut().clear()`); remove only the types the layer inserted",
+            ))
+        }
+        .boxed();
     };
     async move {
         match peer.request_raw(&method, params.as_deref(), options).await {

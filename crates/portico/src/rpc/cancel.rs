@@ -47,7 +47,7 @@ impl Cancel {
 
     /// Cancels the request (and its token, if one was made).
     pub(crate) fn cancel(&self) {
-        let _made = crate::rpc::lock(&self.0.made);
+        let _made = crate::sync::lock(&self.0.made);
         self.0.cancelled.store(true, Ordering::Release);
         if let Some(t) = self.0.token.get() {
             t.cancel();
@@ -74,7 +74,7 @@ impl Cancel {
         if let Some(t) = self.0.token.get() {
             return t;
         }
-        let _made = crate::rpc::lock(&self.0.made);
+        let _made = crate::sync::lock(&self.0.made);
         let t = self.0.token.get_or_init(CancellationToken::new);
         if self.0.cancelled.load(Ordering::Acquire) {
             t.cancel();

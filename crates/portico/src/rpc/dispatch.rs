@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
-use super::peer::lock;
+use crate::sync::lock;
 use super::slots::{Slot, Slots};
-use super::{Cancel, IncomingRequest, Peer, RpcConfig, Service};
+use super::{Cancel, IncomingRequest, Peer, RpcConfig, Endpoint};
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
 /// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
@@ -26,7 +26,7 @@ pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, Cancel>>>;
 ///
 /// The connection ends when the peer closes its side (in-flight requests still finish and
 /// their responses are written), when the transport fails, or when `Peer::close` is called.
-pub(crate) fn start<T: Transport, S: Service>(transport: T, service: Arc<S>, config: RpcConfig) -> Peer {
+pub(crate) fn start<T: Transport, S: Endpoint>(transport: T, service: Arc<S>, config: RpcConfig) -> Peer {
     let (reader, writer) = transport.split();
     let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
     let peer = Peer::new(out_tx);
@@ -157,7 +157,7 @@ impl Queued {
     }
 }
 
-impl<S: Service> Dispatcher<S> {
+impl<S: Endpoint> Dispatcher<S> {
     async fn run(
         self,
         frames: impl futures_util::Stream<Item = Result<Bytes, ReadError>> + Send,
@@ -351,7 +351,7 @@ pub(crate) fn register(in_flight: &InFlight, id: RequestId, token: &Cancel) {
 
 /// Handles an incoming notification: cancellation and progress are the engine's, the rest
 /// goes to the service.
-pub(crate) fn route_notification<S: Service + ?Sized>(
+pub(crate) fn route_notification<S: Endpoint + ?Sized>(
     service: &S,
     peer: &Peer,
     in_flight: &InFlight,
@@ -387,7 +387,7 @@ pub(crate) fn route_notification<S: Service + ?Sized>(
 }
 
 /// Runs one request to its encoded response; `None` when it was cancelled (no response).
-pub(crate) async fn run_request<S: Service>(
+pub(crate) async fn run_request<S: Endpoint + ?Sized>(
     service: Arc<S>,
     peer: Peer,
     in_flight: InFlight,
@@ -428,7 +428,7 @@ pub(crate) struct Waiting {
 /// completes at once (an echo, a cached listing) is answered without a task, a wake-up or a
 /// second box around its future. It cannot have been cancelled yet: no other message was read
 /// meanwhile.
-pub(crate) fn start_request<S: Service>(service: Arc<S>, peer: Peer, q: Queued, token: Cancel) -> Started {
+pub(crate) fn start_request<S: Endpoint + ?Sized>(service: Arc<S>, peer: Peer, q: Queued, token: Cancel) -> Started {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
     let mut call = service.call(q.into_request(token.clone()), peer);

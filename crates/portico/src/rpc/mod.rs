@@ -3,13 +3,15 @@
 //!
 //! Data flows one way through two tasks per connection (`dispatch.rs`). The dispatcher reads
 //! frames from the transport itself, decodes them, routes responses to waiting callers and
-//! starts requests on the [`Service`]: each is polled once where it arrives and gets a task of
+//! starts requests on the [`Endpoint`]: each is polled once where it arrives and gets a task of
 //! its own only if it has to wait. The writer drains one outgoing queue, flushing only when it
 //! is empty.
 
 mod cancel;
 mod dispatch;
 pub(crate) mod envelope;
+#[cfg(feature = "http-server")]
+pub(crate) mod link;
 mod peer;
 mod slots;
 
@@ -22,12 +24,8 @@ use serde_json::value::RawValue;
 
 pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
-#[cfg(feature = "http-server")]
-pub(crate) use dispatch::{InFlight, Queued, Started, register, route_notification, run_request, start_request};
-#[cfg(feature = "http-server")]
-pub(crate) use envelope::Outgoing;
 pub(crate) use envelope::ResultBytes;
-pub(crate) use peer::{Peer, ProgressSink, RequestOptions, lock, read_lock, write_lock};
+pub(crate) use peer::{Peer, ProgressSink, RequestOptions};
 
 /// Limits of one connection.
 #[derive(Debug, Clone)]
@@ -77,7 +75,7 @@ pub(crate) struct IncomingRequest {
 pub(crate) type Reply = Result<ResultBytes, ErrorObject>;
 
 /// The protocol side of a connection (server era logic, or client handlers).
-pub(crate) trait Service: Send + Sync + 'static {
+pub(crate) trait Endpoint: Send + Sync + 'static {
     /// Handles one request. The future is dropped if the request is cancelled.
     fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply>;
     /// Called for each incoming request in arrival order, before it is scheduled (requests
@@ -94,6 +92,23 @@ pub(crate) trait Service: Send + Sync + 'static {
     }
     /// Called once when the connection has closed.
     fn closed(&self) {}
+    /// Told the connection's own outgoing channel once it exists (server-initiated messages
+    /// go there rather than to the stream of the request that caused them).
+    fn attach(&self, peer: &Peer) {
+        let _ = peer;
+    }
+    /// The revision the connection's handshake negotiated, if it had one.
+    #[cfg(feature = "http-server")]
+    fn negotiated_version(&self) -> Option<portico_schema::ProtocolVersion> {
+        None
+    }
+    /// The hook of a transport that read a request's stateless `_meta` for its own checks
+    /// (Streamable HTTP): resolves what the endpoint would otherwise decode again when the
+    /// request runs (the server's era), into the request's extensions. Must not block.
+    #[cfg(feature = "http-server")]
+    fn resolve_ahead(&self, meta: crate::peek::RequestMeta<'_>, extensions: &mut http::Extensions) {
+        let _ = (meta, extensions);
+    }
 }
 
 /// Default timeouts of outgoing requests.

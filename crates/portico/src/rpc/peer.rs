@@ -11,6 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+
+use crate::sync::lock;
 use tokio_util::sync::CancellationToken;
 
 use super::envelope::{self, Outgoing};
@@ -381,17 +383,3 @@ impl Drop for CancelGuard<'_> {
     }
 }
 
-/// Locks a mutex, recovering from poisoning (no user code runs under these locks).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Read-locks an `RwLock`, recovering from poisoning.
-pub(crate) fn read_lock<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    m.read().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Write-locks an `RwLock`, recovering from poisoning.
-pub(crate) fn write_lock<T>(m: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    m.write().unwrap_or_else(|e| e.into_inner())
-}

@@ -12,7 +12,9 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::*;
+use crate::sync::lock;
 use crate::transport::memory;
+use dispatch::InFlight;
 
 /// `echo` answers its params, `sleep` waits `ms` then answers, `count` records cancellations.
 #[derive(Default)]
@@ -28,7 +30,7 @@ impl Drop for DropCounter {
     }
 }
 
-impl Service for Script {
+impl Endpoint for Script {
     fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> BoxFuture<'static, Reply> {
         async move {
             match &*req.method {

@@ -1,9 +1,8 @@
 //! What a handler can do while it runs: report progress, log, notice cancellation, and ask the
 //! client for input — the same calls in both eras.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -19,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Server;
 use super::handler::HandlerError;
-use super::input::RawResponses;
-use super::tasks::{AnswerKind, Task};
+use super::input::InputState;
+use super::tasks::AnswerKind;
 use crate::error::{Error, ErrorKind};
 use crate::rpc::{Peer, RequestOptions};
 
@@ -93,53 +92,6 @@ impl LogGate {
             }
             LogGate::Request(min) => min.is_some_and(|m| level >= m),
         }
-    }
-}
-
-/// Stateless-era input requests of one request: answers known so far, what is still needed,
-/// and, for a tool call that may become a task, the task once it is one.
-pub(crate) struct InputState {
-    /// Answers by key: sealed ones from earlier rounds and the ones sent with this request.
-    pub responses: RawResponses,
-    /// Keys whose answers the handler used (only these are sealed for the next round).
-    pub used: Mutex<BTreeSet<String>>,
-    next: AtomicUsize,
-    pub needed: Mutex<BTreeMap<String, InputRequest>>,
-    pub missing_capability: Mutex<Option<ClientCapabilities>>,
-    /// A key whose answer does not fit the request made under it.
-    pub invalid: Mutex<Option<String>>,
-    pub signal: Notify,
-    /// The call may become a task (the tool supports tasks and the request declared them).
-    pub task_eligible: AtomicBool,
-    /// The handler asked to continue as a task.
-    escalate: AtomicBool,
-    /// The task this call became.
-    pub task: OnceLock<Arc<Task>>,
-}
-
-impl InputState {
-    pub(crate) fn new(responses: RawResponses) -> Self {
-        InputState {
-            responses,
-            used: Mutex::new(BTreeSet::new()),
-            next: AtomicUsize::new(0),
-            needed: Mutex::new(BTreeMap::new()),
-            missing_capability: Mutex::new(None),
-            invalid: Mutex::new(None),
-            signal: Notify::new(),
-            task_eligible: AtomicBool::new(false),
-            escalate: AtomicBool::new(false),
-            task: OnceLock::new(),
-        }
-    }
-
-    /// The handler asked to continue as a task and is not one yet.
-    pub(crate) fn wants_task(&self) -> bool {
-        self.escalate.load(Ordering::SeqCst) && self.task.get().is_none()
-    }
-
-    fn in_task(&self) -> bool {
-        self.task.get().is_some()
     }
 }
 
@@ -296,7 +248,7 @@ impl RequestContext {
             return Ok(());
         }
         {
-            let mut last = crate::rpc::lock(&self.inner.last_progress);
+            let mut last = crate::sync::lock(&self.inner.last_progress);
             if last.is_some_and(|l| progress <= l) {
                 tracing::debug!(progress, "non-increasing progress dropped");
                 return Ok(());
@@ -451,12 +403,12 @@ impl RequestContext {
             let key = key.unwrap_or_else(|| format!("{AUTO_KEY_PREFIX}{}", state.next.fetch_add(1, Ordering::SeqCst)));
             if let Some(answer) = state.responses.get(&key) {
                 if let Ok(t) = serde_json::from_str::<T>(answer.get()) {
-                    crate::rpc::lock(&state.used).insert(key);
+                    crate::sync::lock(&state.used).insert(key);
                     return Ok(t);
                 }
                 if !state.in_task() {
                     // Not an answer to this request: the era layer refuses the request.
-                    *crate::rpc::lock(&state.invalid) = Some(key);
+                    *crate::sync::lock(&state.invalid) = Some(key);
                     state.signal.notify_one();
                     return std::future::pending().await;
                 }
@@ -473,9 +425,9 @@ impl RequestContext {
                 return serde_json::from_str(answer.get()).map_err(bad_answer);
             }
             if !supported {
-                *crate::rpc::lock(&state.missing_capability) = Some(required);
+                *crate::sync::lock(&state.missing_capability) = Some(required);
             } else {
-                crate::rpc::lock(&state.needed).insert(key, ask.into_request().0);
+                crate::sync::lock(&state.needed).insert(key, ask.into_request().0);
             }
             // The era layer ends the handler here and answers with an input-required result.
             state.signal.notify_one();

@@ -175,7 +175,7 @@ impl Server {
     /// ```
     pub fn edit<R>(&self, f: impl FnOnce(&mut Edit<'_>) -> R) -> R {
         let (result, tools, resources, prompts, tasks) = {
-            let mut registry = crate::rpc::write_lock(&self.inner.registry);
+            let mut registry = crate::sync::write_lock(&self.inner.registry);
             let mut edit =
                 Edit { registry: &mut registry, tools: false, resources: false, prompts: false, tasks: false };
             let result = f(&mut edit);

@@ -6,21 +6,71 @@
 //! its handler asks to continue as a task and needs no further input, the handler's future is
 //! handed back, still alive, to be run as a task.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
-use portico_schema::{ErrorObject, InputRequiredResult};
+use portico_schema::{ClientCapabilities, ErrorObject, InputRequest, InputRequiredResult};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::context::InputState;
+use tokio::sync::Notify;
+
 use super::sealed::StateSealer;
-use crate::rpc::lock;
+use super::tasks::Task;
+use crate::sync::lock;
 
 /// `inputResponses` as sent: answers by key, left raw until a handler asks for one (so answers
 /// to keys nobody asks for are ignored whatever they contain).
 pub(crate) type RawResponses = BTreeMap<String, Box<RawValue>>;
+
+/// Stateless-era input requests of one request: answers known so far, what is still needed,
+/// and, for a tool call that may become a task, the task once it is one.
+pub(crate) struct InputState {
+    /// Answers by key: sealed ones from earlier rounds and the ones sent with this request.
+    pub responses: RawResponses,
+    /// Keys whose answers the handler used (only these are sealed for the next round).
+    pub used: Mutex<BTreeSet<String>>,
+    pub next: AtomicUsize,
+    pub needed: Mutex<BTreeMap<String, InputRequest>>,
+    pub missing_capability: Mutex<Option<ClientCapabilities>>,
+    /// A key whose answer does not fit the request made under it.
+    pub invalid: Mutex<Option<String>>,
+    pub signal: Notify,
+    /// The call may become a task (the tool supports tasks and the request declared them).
+    pub task_eligible: AtomicBool,
+    /// The handler asked to continue as a task.
+    pub escalate: AtomicBool,
+    /// The task this call became.
+    pub task: OnceLock<Arc<Task>>,
+}
+
+impl InputState {
+    pub(crate) fn new(responses: RawResponses) -> Self {
+        InputState {
+            responses,
+            used: Mutex::new(BTreeSet::new()),
+            next: AtomicUsize::new(0),
+            needed: Mutex::new(BTreeMap::new()),
+            missing_capability: Mutex::new(None),
+            invalid: Mutex::new(None),
+            signal: Notify::new(),
+            task_eligible: AtomicBool::new(false),
+            escalate: AtomicBool::new(false),
+            task: OnceLock::new(),
+        }
+    }
+
+    /// The handler asked to continue as a task and is not one yet.
+    pub(crate) fn wants_task(&self) -> bool {
+        self.escalate.load(Ordering::SeqCst) && self.task.get().is_none()
+    }
+
+    pub(crate) fn in_task(&self) -> bool {
+        self.task.get().is_some()
+    }
+}
 
 /// The request identity a `requestState` is bound to: method, tool or prompt name or resource
 /// URI, and the arguments (canonical: keys sorted), so state from another call is refused.

@@ -30,12 +30,12 @@
 mod context;
 mod downgrade;
 mod edit;
+pub(crate) mod era;
 mod encoded;
 mod handler;
 mod input;
 mod registry;
 pub mod sealed;
-pub(crate) mod session;
 pub(crate) mod stack;
 mod tasks;
 #[cfg(feature = "schemars")]
@@ -239,10 +239,17 @@ impl Server {
 
     /// Starts serving one connection in the background and returns its handle.
     pub fn connect<T: Transport>(&self, transport: T) -> ServerConnection {
-        let session = Arc::new(session::Session::new(self.clone()));
-        let peer = rpc::start(transport, session.clone(), self.inner.config.rpc.clone());
-        session.attach(peer.clone());
+        let layer = Arc::new(era::EraLayer::new(self.clone()));
+        let peer = rpc::start(transport, layer.clone(), self.inner.config.rpc.clone());
+        rpc::Endpoint::attach(&*layer, &peer);
         ServerConnection { peer }
+    }
+
+    /// The era layer of a new connection, for a transport that runs it through a
+    /// [`Link`](crate::rpc::link::Link) (Streamable HTTP).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn endpoint(&self) -> Arc<dyn rpc::Endpoint> {
+        Arc::new(era::EraLayer::new(self.clone()))
     }
 
     /// Adds or replaces a tool; connected clients are told the list changed.
@@ -366,7 +373,7 @@ impl Server {
     }
 
     fn tools_changed(&self) {
-        let mut cache = crate::rpc::write_lock(&self.inner.tools_cache);
+        let mut cache = crate::sync::write_lock(&self.inner.tools_cache);
         cache.pages.clear();
         cache.generation += 1;
         self.emit(Event::ToolsChanged);
@@ -378,11 +385,11 @@ impl Server {
     }
 
     fn write<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
-        f(&mut crate::rpc::write_lock(&self.inner.registry))
+        f(&mut crate::sync::write_lock(&self.inner.registry))
     }
 
     pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
-        crate::rpc::read_lock(&self.inner.registry)
+        crate::sync::read_lock(&self.inner.registry)
     }
 
     pub(crate) fn subscribe_events(&self) -> broadcast::Receiver<Event> {

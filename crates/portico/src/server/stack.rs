@@ -1,5 +1,9 @@
 //! The server's middleware stack: the innermost service that hands a request to the era layer,
 //! the per-tool routing, and how the stack is built once from the builder's layers.
+//!
+//! The stack is built once per server, but a request must reach its own connection's era layer:
+//! where it goes ([`Route`]) travels in the request's extensions, as a private type no layer
+//! can name, and the innermost service takes it out again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,13 +14,18 @@ use futures_util::future::BoxFuture;
 use tokio::sync::Notify;
 use tower::ServiceExt;
 
-use super::session::Session;
-use crate::middleware::{BoxError, LayerFn, McpRequest, McpResponse, Stack, build_stack, middleware_error};
+use super::era::EraLayer;
+use super::era::resolve::ResolvedEra;
+use crate::middleware::{
+    BoxError, LayerFn, McpRequest, McpResponse, ParamsReplaced, Stack, build_stack, middleware_error,
+};
 use crate::rpc::{IncomingRequest, Peer, Reply};
 
-/// What the era layer needs besides the request itself.
-pub(crate) struct Route {
-    session: Arc<Session>,
+/// Where a request goes after the layers, and what the era layer needs besides the request
+/// itself. Private: layers cannot name it.
+#[derive(Clone)]
+struct Route {
+    layer: Arc<EraLayer>,
     peer: Peer,
     cancel: crate::rpc::Cancel,
     close_stream: Option<Arc<Notify>>,
@@ -25,13 +34,13 @@ pub(crate) struct Route {
 /// Runs `request` through `stack`, then the era layer.
 pub(super) fn call(
     stack: Stack,
-    session: Arc<Session>,
+    layer: Arc<EraLayer>,
     request: IncomingRequest,
     peer: Peer,
 ) -> BoxFuture<'static, Reply> {
-    let IncomingRequest { id, method, params, cancel, close_stream, extensions } = request;
-    let route = Route { session, peer, cancel, close_stream };
-    let req = McpRequest::new(id, method, params, extensions, crate::middleware::Route::Server(route));
+    let IncomingRequest { id, method, params, cancel, close_stream, mut extensions } = request;
+    extensions.insert(Route { layer, peer, cancel, close_stream });
+    let req = McpRequest::new(id, method, params, extensions);
     async move {
         match stack.oneshot(req).await {
             Ok(r) => r.into_outcome(),
@@ -43,13 +52,22 @@ pub(super) fn call(
 
 /// The innermost service: the era layer and the handlers.
 fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>> {
-    let (id, method, params, extensions, route) = req.into_parts();
-    #[allow(irrefutable_let_patterns)]
-    let crate::middleware::Route::Server(r) = route else {
-        return async { Err(BoxError::from("a client request reached the server's stack")) }.boxed();
+    let (id, method, params, mut extensions) = req.into_parts();
+    let Some(r) = extensions.remove::<Route>() else {
+        return async {
+            Err(BoxError::from(
+                "a request reached the server's era layer without its route: a layer cleared the request's \
+                 extensions (`extensions_mut().clear()`); remove only the types the layer inserted",
+            ))
+        }
+        .boxed();
     };
+    // An era a transport resolved from the params as sent no longer holds for new params.
+    if extensions.remove::<ParamsReplaced>().is_some() {
+        extensions.remove::<ResolvedEra>();
+    }
     let incoming = IncomingRequest { id, method, params, cancel: r.cancel, close_stream: r.close_stream, extensions };
-    r.session.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
+    r.layer.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
 }
 
 /// Sends `tools/call` of a tool with layers of its own through them.

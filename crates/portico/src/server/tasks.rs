@@ -27,7 +27,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Event;
-use crate::rpc::lock;
+use crate::sync::lock;
 
 /// The identifier of the tasks extension, under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

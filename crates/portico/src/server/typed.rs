@@ -29,7 +29,7 @@ pub mod support;
 
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use portico_schema::{
     CompleteRequestParams, CompleteResult, Completion, CompletionReference, GetPromptResult, JsonObject, PromptMessage,
@@ -109,7 +109,7 @@ fn cached<T: ?Sized + 'static>(direction: Direction, make: impl FnOnce() -> Json
     static CACHE: OnceLock<SchemaCache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (TypeId::of::<T>(), direction);
-    let mut cells = cache.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut cells = crate::sync::lock(cache);
     let cell: &'static OnceLock<JsonObject> = cells.entry(key).or_insert_with(|| Box::leak(Box::default()));
     drop(cells);
     cell.get_or_init(make)

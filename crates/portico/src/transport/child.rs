@@ -16,7 +16,7 @@ use std::io;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -26,6 +26,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::stdio::{LineReader, LineWriter};
+use crate::sync::lock;
 use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
 
 /// How long [`ChildHandle::shutdown`] waits after each step by default: 2 seconds.
@@ -327,10 +328,6 @@ struct StdinSlot {
     pipe: Option<ChildStdin>,
     /// The writer's task, if it is waiting for the pipe to take more bytes.
     waker: Option<Waker>,
-}
-
-fn lock(slot: &Mutex<StdinSlot>) -> MutexGuard<'_, StdinSlot> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Closes the pipe (the child reads end of stream) and wakes a writer stuck on it.

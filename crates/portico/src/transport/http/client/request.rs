@@ -12,7 +12,7 @@ use super::frame::{self, OutRequest};
 use super::shared::{self, Shared, content_type, drain, is_event_stream, read_body};
 use super::sse::{Cursor, Event, Events};
 use super::{legacy, session};
-use crate::rpc::lock;
+use crate::sync::lock;
 
 /// Starts the exchange of one request in its own task.
 pub(super) fn spawn(shared: Arc<Shared>, frame: Bytes, req: OutRequest) {

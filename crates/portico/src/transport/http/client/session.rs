@@ -15,7 +15,7 @@ use super::frame::{self, Outgoing};
 use super::request::{self, Answer};
 use super::shared::{Shared, drain, is_event_stream, read_body};
 use super::sse::{Cursor, Event, Events};
-use crate::rpc::lock;
+use crate::sync::lock;
 
 /// Posts notifications and responses one after the other, in the order written (and every
 /// message of a legacy HTTP+SSE connection).

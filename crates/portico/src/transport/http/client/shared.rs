@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::ReconnectPolicy;
 use super::frame::OutRequest;
 use super::mirror::{self, Mirrors};
-use crate::rpc::lock;
+use crate::sync::lock;
 
 pub(super) const SESSION_ID: &str = "mcp-session-id";
 pub(super) const PROTOCOL_VERSION: &str = "mcp-protocol-version";

@@ -18,7 +18,7 @@ use rand::RngCore;
 
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{Shared, accepts, error_response, security, sse_response};
-use crate::rpc::lock;
+use crate::sync::lock;
 use crate::transport::memory::{self, MemoryWriter};
 use crate::transport::{FrameReader, FrameWriter, Transport};
 
@@ -134,8 +134,8 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
     };
     let frame: Bytes = body;
     #[cfg(feature = "auth-server")]
-    if let Ok(crate::rpc::envelope::Incoming::Request { method, params, .. }) =
-        crate::rpc::envelope::decode_one(std::str::from_utf8(&frame).unwrap_or(""))
+    if let Ok(crate::rpc::link::Incoming::Request { method, params, .. }) =
+        crate::rpc::link::decode_one(std::str::from_utf8(&frame).unwrap_or(""))
         && let Some(refused) = super::post::scope_refusal(&parts.extensions, &method, params)
     {
         return refused;

@@ -24,6 +24,7 @@
 mod headers;
 mod legacy;
 mod post;
+mod respond;
 mod security;
 mod sessions;
 mod sse;
@@ -41,9 +42,8 @@ use tokio::sync::mpsc;
 
 pub use sessions::{EventStore, MemoryEventStore};
 
-use crate::rpc::Peer;
+use crate::rpc::link::{self, Link};
 use crate::server::Server;
-use crate::server::session::Session;
 use security::HostPolicy;
 use sessions::{Busy, GET_STREAM, SessionStore};
 use sse::{CancelOnDrop, OnDrop, SseItem};
@@ -86,8 +86,7 @@ pub(crate) struct Shared {
     config: Config,
     sessions: SessionStore,
     /// The era layer for requests outside any session (2026-07-28).
-    stateless: Arc<Session>,
-    stateless_peer: Peer,
+    stateless: Link,
     legacy: legacy::LegacySessions,
 }
 
@@ -202,16 +201,12 @@ impl StreamableHttp {
     }
 
     fn into_shared(self) -> Arc<Shared> {
-        let stateless = Arc::new(Session::new(self.server.clone()));
-        // Stateless requests never have messages outside their own response stream.
-        let (sink, _) = mpsc::channel(1);
-        let stateless_peer = Peer::new(sink);
+        let stateless = Link::stateless(self.server.endpoint());
         let shared = Arc::new(Shared {
             sessions: SessionStore::new(self.config.max_sessions, self.config.idle, self.store),
             server: self.server,
             config: self.config,
             stateless,
-            stateless_peer,
             legacy: legacy::LegacySessions::default(),
         });
         spawn_reaper(Arc::downgrade(&shared));
@@ -321,7 +316,7 @@ pub(crate) fn error_response(
     id: Option<&portico_schema::RequestId>,
     error: &ErrorObject,
 ) -> Response {
-    let body = crate::rpc::envelope::encode_error(id, error);
+    let body = link::encode_error(id, error);
     (status, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
@@ -408,7 +403,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>)
         Some((stream, seq)) => (stream, Some(seq)),
         None => (GET_STREAM, None),
     };
-    let version = session.service.negotiated_version();
+    let version = session.link.negotiated_version();
     if after.is_none() && version.is_some_and(|v| v >= ProtocolVersion::V2025_11_25) {
         let _ = tx.try_send(SseItem::Prime { id: format!("{GET_STREAM}-0"), retry_ms: shared.config.retry_ms });
     }

@@ -13,8 +13,8 @@ use rand::RngCore;
 use tokio::sync::mpsc;
 
 use super::sse::SseItem;
-use crate::rpc::{InFlight, Peer, lock};
-use crate::server::session::Session;
+use crate::rpc::link::Link;
+use crate::sync::lock;
 
 /// Stores the messages of resumable SSE streams so a client can pick up where it left off.
 ///
@@ -99,9 +99,8 @@ struct Live {
 /// One handshake-era session.
 pub(crate) struct HttpSession {
     pub id: Arc<str>,
-    pub service: Arc<Session>,
-    pub peer: Peer,
-    pub in_flight: InFlight,
+    /// The session's connection to its era layer.
+    pub link: Link,
     store: Arc<dyn EventStore>,
     live: Mutex<HashMap<u64, Live>>,
     next_stream: AtomicU64,
@@ -216,14 +215,8 @@ impl SessionStore {
         SessionStore { sessions: Mutex::new(HashMap::new()), max, idle, store }
     }
 
-    /// Creates a session around an era-layer `service`, its messages to the client going to
-    /// the GET stream through `peer`.
-    pub(crate) fn create(
-        &self,
-        service: Arc<Session>,
-        peer: Peer,
-        owner: Option<Arc<str>>,
-    ) -> Result<Arc<HttpSession>, Full> {
+    /// Creates a session around its connection to the era layer.
+    pub(crate) fn create(&self, link: Link, owner: Option<Arc<str>>) -> Result<Arc<HttpSession>, Full> {
         let mut sessions = lock(&self.sessions);
         if sessions.len() >= self.max {
             // Make room by dropping idle sessions first.
@@ -237,9 +230,7 @@ impl SessionStore {
         let id: Arc<str> = URL_SAFE_NO_PAD.encode(raw).into();
         let s = Arc::new(HttpSession {
             id: id.clone(),
-            service,
-            peer,
-            in_flight: InFlight::default(),
+            link,
             store: self.store.clone(),
             live: Mutex::new(HashMap::new()),
             next_stream: AtomicU64::new(GET_STREAM + 1),
@@ -297,10 +288,7 @@ impl SessionStore {
 }
 
 fn end(s: &HttpSession, store: &dyn EventStore) {
-    s.peer.close("the session ended");
-    for (_, t) in lock(&s.in_flight).drain() {
-        t.cancel();
-    }
+    s.link.close("the session ended");
     lock(&s.live).clear();
     store.remove_session(&s.id);
 }

@@ -54,7 +54,7 @@ pub(crate) fn encode(item: &SseItem) -> Bytes {
 
 /// Cancels a request when its response stream is dropped before it completed (a closed
 /// stream is a cancellation in 2026-07-28).
-pub(crate) struct CancelOnDrop(pub Option<crate::rpc::Cancel>);
+pub(crate) struct CancelOnDrop(pub Option<crate::rpc::link::Cancel>);
 
 impl CancelOnDrop {
     pub(crate) fn disarm(&mut self) {

@@ -17,17 +17,18 @@ use tokio::sync::oneshot;
 
 use super::cache::ResultCache;
 use super::handler::ClientHandler;
-use crate::rpc::{IncomingRequest, Peer, Reply, Service, lock};
+use crate::rpc::{IncomingRequest, Peer, Reply, Endpoint};
+use crate::sync::lock;
 
-pub(crate) struct ClientService {
+pub(crate) struct ClientEndpoint {
     pub handler: Arc<dyn ClientHandler>,
     pub cache: ResultCache,
     acks: Mutex<HashMap<RequestId, oneshot::Sender<SubscriptionFilter>>>,
 }
 
-impl ClientService {
+impl ClientEndpoint {
     pub(crate) fn new(handler: Arc<dyn ClientHandler>) -> Self {
-        ClientService { handler, cache: ResultCache::default(), acks: Mutex::new(HashMap::new()) }
+        ClientEndpoint { handler, cache: ResultCache::default(), acks: Mutex::new(HashMap::new()) }
     }
 
     pub(crate) fn expect_ack(&self, id: RequestId) -> oneshot::Receiver<SubscriptionFilter> {
@@ -48,7 +49,7 @@ fn parse<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T,
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
 }
 
-impl Service for ClientService {
+impl Endpoint for ClientEndpoint {
     fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> BoxFuture<'static, Reply> {
         async move {
             let params = req.params.as_deref();

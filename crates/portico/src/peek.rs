@@ -1,0 +1,202 @@
+//! What a transport and the era layer read of a request's params without decoding them: the
+//! stateless `_meta` ([`RequestMeta`]) and the members Streamable HTTP headers mirror, in one
+//! pass over the params ([`ParamsPeek`]).
+//!
+//! Both the era layer (`server::era::resolve`) and the Streamable HTTP endpoint read the params
+//! through these two types, so a request's `_meta` is decoded once whichever reads it first. See
+//! `design/design.md`, "One pass over the params".
+
+// Only the server reads requests' params this way.
+#![cfg_attr(not(feature = "server"), allow(dead_code))]
+
+use std::borrow::Cow;
+
+use portico_schema::{ErrorObject, LoggingLevel, ProgressToken};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// The members of a request's `_meta` that decide its era, borrowed from the params. The
+/// capabilities and client info stay raw (the era layer decodes them only when they differ
+/// from the last ones seen), and so do the progress token and log level
+/// ([`decode_loose`](Self::decode_loose)), so that a transport reading `_meta` for its own
+/// checks does not fail on them.
+#[derive(Deserialize, Default)]
+pub(crate) struct RequestMeta<'a> {
+    /// Present only in a stateless-era (2026-07-28) request.
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
+    pub protocol_version: Option<Cow<'a, str>>,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
+    pub client_capabilities: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
+    pub client_info: Option<&'a RawValue>,
+    #[serde(rename = "progressToken", borrow, default)]
+    pub progress_token: Option<&'a RawValue>,
+    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
+    pub log_level: Option<&'a RawValue>,
+}
+
+impl RequestMeta<'_> {
+    /// True when the request names a protocol version in `_meta`: the dual-era rule makes it a
+    /// stateless-era request, whatever its method.
+    pub fn is_stateless(&self) -> bool {
+        self.protocol_version.is_some()
+    }
+
+    /// `clientCapabilities`, present and an object.
+    #[cfg(feature = "http-server")]
+    pub fn has_capabilities(&self) -> bool {
+        self.client_capabilities.is_some_and(|c| c.get().starts_with('{'))
+    }
+
+    /// The progress token and log level, decoded.
+    ///
+    /// # Errors
+    /// `-32602` when either is present but not what the protocol allows.
+    pub fn decode_loose(&self) -> Result<(Option<ProgressToken>, Option<LoggingLevel>), ErrorObject> {
+        fn decode<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ErrorObject> {
+            raw.map(|r| serde_json::from_str(r.get())).transpose().map_err(invalid)
+        }
+        Ok((decode(self.progress_token)?, decode(self.log_level)?))
+    }
+}
+
+/// A request's params read in one pass: its `_meta` ([`RequestMeta`]) and, still raw, the
+/// members that name what the request is about (`name`, `uri`, `taskId`) and what a call carries
+/// (`arguments`, `inputResponses`, `requestState`). Every other member is skipped unparsed.
+///
+/// A repeated `_meta` is an error. Of the raw members the last one wins and
+/// [`repeated`](Self::repeated) says so: a reader that must reject duplicates (the era layer,
+/// whose own decoding of the params does) decodes the params the usual way instead.
+#[derive(Default)]
+pub(crate) struct ParamsPeek<'a> {
+    pub meta: Option<RequestMeta<'a>>,
+    pub name: Option<&'a RawValue>,
+    pub uri: Option<&'a RawValue>,
+    pub task_id: Option<&'a RawValue>,
+    pub arguments: Option<&'a RawValue>,
+    pub input_responses: Option<&'a RawValue>,
+    pub request_state: Option<&'a RawValue>,
+    /// Some raw member appeared more than once.
+    pub repeated: bool,
+}
+
+impl<'a> ParamsPeek<'a> {
+    /// Reads `params` (none reads as `{}`). Params that cannot hold a `_meta` member are not
+    /// scanned at all when only the `_meta` is wanted: see [`may_hold_meta`].
+    ///
+    /// # Errors
+    /// `-32602` when the params are not a JSON object (or a one-element array, read as a
+    /// struct's members in order) or their `_meta` is not an object.
+    pub fn read(params: Option<&'a RawValue>) -> Result<Self, ErrorObject> {
+        match params {
+            None => Ok(ParamsPeek::default()),
+            Some(p) => serde_json::from_str(p.get()).map_err(invalid),
+        }
+    }
+
+    /// A raw member as an optional value of `T` (`null` reads as absent).
+    pub fn decode<T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ErrorObject> {
+        raw.map(|r| serde_json::from_str::<Option<T>>(r.get())).transpose().map(Option::flatten).map_err(invalid)
+    }
+}
+
+fn invalid(e: serde_json::Error) -> ErrorObject {
+    ErrorObject::invalid_params(format!("invalid params: {e}"))
+}
+
+impl<'de> Deserialize<'de> for ParamsPeek<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = ParamsPeek<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("params")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamsPeek<'de>, A::Error> {
+                let mut p = ParamsPeek::default();
+                let mut meta_seen = false;
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    let slot = match key.as_ref() {
+                        "_meta" if meta_seen => return Err(de::Error::duplicate_field("_meta")),
+                        "_meta" => {
+                            meta_seen = true;
+                            p.meta = map.next_value::<Option<RequestMeta<'de>>>()?;
+                            continue;
+                        }
+                        "name" => &mut p.name,
+                        "uri" => &mut p.uri,
+                        "taskId" => &mut p.task_id,
+                        "arguments" => &mut p.arguments,
+                        "inputResponses" => &mut p.input_responses,
+                        "requestState" => &mut p.request_state,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    p.repeated |= slot.is_some();
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(p)
+            }
+            // As a derived one-member struct would: `[meta]`.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ParamsPeek<'de>, A::Error> {
+                let meta = seq
+                    .next_element::<Option<RequestMeta<'de>>>()?
+                    .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+                Ok(ParamsPeek { meta, ..ParamsPeek::default() })
+            }
+        }
+        d.deserialize_struct("ParamsPeek", &["_meta"], V)
+    }
+}
+
+/// False only when `json` cannot contain a `_meta` member: a `_meta` key is spelled `_meta` or
+/// with escapes, so params with neither need no peek at all.
+pub(crate) fn may_hold_meta(json: &str) -> bool {
+    // Underscores and backslashes are rare in params: look at each instead of running a
+    // substring search (whose set-up costs more than the scan on short params).
+    let b = json.as_bytes();
+    memchr::memchr2_iter(b'_', b'\\', b).any(|i| match b[i] {
+        b'_' => b[i..].starts_with(b"_meta"),
+        _ => b.get(i + 1) == Some(&b'u'),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_is_looked_for_only_where_it_may_be() {
+        for (json, may) in [
+            (r#"{"name":"echo","arguments":{"text":"hi"}}"#, false),
+            (r#"{"a_b":1,"c":"x\ny"}"#, false),
+            (r#"{"_meta":{}}"#, true),
+            (r#"{"x":1,"_meta":{"progressToken":1}}"#, true),
+            (r#"{"\u005fmeta":{}}"#, true),
+            (r#"{"_"#, false),
+            (r#"{"x":"\"#, false),
+        ] {
+            assert_eq!(may_hold_meta(json), may, "{json}");
+        }
+    }
+
+    #[test]
+    fn one_pass_reads_meta_and_targets_and_flags_repeats() {
+        let raw = RawValue::from_string(
+            r#"{"name":"a","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7},"x":[1],"name":"b"}"#
+                .into(),
+        )
+        .expect("json");
+        let p = ParamsPeek::read(Some(&raw)).expect("peek");
+        let meta = p.meta.expect("meta");
+        assert!(meta.is_stateless());
+        assert_eq!(meta.decode_loose().expect("loose").0, Some(ProgressToken::Number(7)));
+        assert_eq!(p.name.map(RawValue::get), Some(r#""b""#));
+        assert!(p.repeated);
+        let twice = RawValue::from_string(r#"{"_meta":{},"_meta":{}}"#.into()).expect("json");
+        assert!(ParamsPeek::read(Some(&twice)).is_err());
+    }
+}

@@ -1,0 +1,214 @@
+//! The era layer: one connection's state, the dual-era rules that pick the era of each request,
+//! and the dispatch of every server method to the registry.
+//!
+//! A request goes through it in four steps, one file each:
+//!
+//! 1. [`resolve`]: which era the request belongs to (its `_meta`, or the connection's
+//!    handshake), and its client's capabilities;
+//! 2. [`dispatch`]: the method table, which gates each method by era and by what the server
+//!    offers;
+//! 3. the method itself: [`lifecycle`], [`tools`], [`resources`], [`prompts`], [`completion`],
+//!    [`tasks`], [`listen`] (which also forwards a handshake-era connection's notifications);
+//! 4. [`encode`]: the result stamped for its era and encoded.
+
+mod completion;
+mod dispatch;
+mod encode;
+mod lifecycle;
+mod listen;
+mod prompts;
+pub(crate) mod resolve;
+mod resources;
+mod tasks;
+mod tools;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU8};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use portico_schema::{ClientCapabilities, ErrorObject, Implementation, PaginatedRequestParams, ProtocolVersion, methods};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tracing::debug;
+
+use super::context::{Inner as CtxInner, LEVEL_UNSET, LogGate, RequestContext};
+use super::input::{self, InputState, RawResponses};
+use super::registry::{Entry, InvalidCursor, Registry, page};
+use super::Server;
+use crate::rpc::{Cancel, Endpoint, IncomingRequest, Peer, Reply};
+use dispatch::Step;
+pub(crate) use resolve::Era;
+
+/// Handshake-era state of a connection (set by `initialize`).
+struct Handshake {
+    version: ProtocolVersion,
+    caps: Arc<ClientCapabilities>,
+    info: Arc<Implementation>,
+}
+
+/// The era layer of one connection (a stdio connection, an HTTP session, or the HTTP endpoint's
+/// stateless requests): the [`Endpoint`] the engine hands requests to.
+pub(crate) struct EraLayer {
+    server: Server,
+    handshake: OnceLock<Handshake>,
+    /// True from the arrival of `initialize` until it is answered: requests that arrived
+    /// after it wait for it instead of racing it.
+    initializing: tokio::sync::watch::Sender<bool>,
+    log_level: Arc<AtomicU8>,
+    subscriptions: Arc<Mutex<HashSet<String>>>,
+    peer: OnceLock<Peer>,
+    forwarding: AtomicBool,
+    /// The client's capabilities and info as last sent in a stateless request's `_meta`.
+    last_client: resolve::LastClient,
+}
+
+fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", |p| p.get()))
+        .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))
+}
+
+impl EraLayer {
+    pub(crate) fn new(server: Server) -> Self {
+        EraLayer {
+            server,
+            handshake: OnceLock::new(),
+            initializing: tokio::sync::watch::Sender::new(false),
+            log_level: Arc::new(AtomicU8::new(LEVEL_UNSET)),
+            subscriptions: Arc::new(Mutex::new(HashSet::new())),
+            peer: OnceLock::new(),
+            forwarding: AtomicBool::new(false),
+            last_client: resolve::LastClient::default(),
+        }
+    }
+
+    /// Handles one request after the middleware: resolves its era, then runs its method.
+    pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
+        let ahead = req.extensions.remove::<resolve::ResolvedEra>();
+        let mut peeked = resolve::peek(&req, ahead)?;
+        let stateless = peeked.is_stateless();
+        if &*req.method == methods::INITIALIZE
+            && let Some(answer) = self.initialize(stateless, req.params.as_deref(), &peer)
+        {
+            return answer;
+        }
+        if !stateless && self.handshake.get().is_none() && *self.initializing.borrow() {
+            // Pipelined behind initialize: belong to the session it is creating.
+            let mut rx = self.initializing.subscribe();
+            let _ = rx.wait_for(|busy| !busy).await;
+        }
+        let parsed = peeked.call.take();
+        let Some(era) = self.era_of(&req.method, peeked)? else {
+            return encode::encode(&portico_schema::EmptyResult::new());
+        };
+        // The answers that need no waiting are made in the method table; only the methods
+        // that wait are futures, each boxed at its own size, so that this future (boxed by the
+        // engine for every request) stays small. See design.md, "The era layer's futures".
+        match self.dispatch(dispatch::Call { req, era, peer, parsed })? {
+            Step::Now(bytes) => Ok(bytes),
+            Step::Wait(fut) => fut.await,
+        }
+    }
+
+    /// One page of the enabled entries of one registry map, by the request's cursor.
+    fn list<E: Entry>(
+        &self,
+        params: Option<&RawValue>,
+        pick: impl Fn(&Registry) -> &BTreeMap<String, Arc<E>>,
+    ) -> Result<(Vec<E::Def>, Option<String>), ErrorObject> {
+        let p: PaginatedRequestParams = parse(params)?;
+        let reg = self.server.registry();
+        let items = pick(&reg).iter().filter(|(_, e)| e.enabled());
+        let (items, next) = page(items, p.cursor.as_deref(), self.server.inner.config.page_size)
+            .map_err(|InvalidCursor| ErrorObject::invalid_params("invalid cursor"))?;
+        Ok((items.into_iter().map(|e| e.def().clone()).collect(), next))
+    }
+
+    /// The input state of a stateless-era request (`None` in the handshake era).
+    fn input_state(
+        &self,
+        era: &Era,
+        binding: impl FnOnce() -> Vec<u8>,
+        request_state: Option<&str>,
+        responses: Option<RawResponses>,
+    ) -> Result<Option<Arc<InputState>>, ErrorObject> {
+        if !era.version.is_stateless() {
+            return Ok(None);
+        }
+        input::open(&self.server.inner.config.sealer, binding, request_state, responses).map(|s| Some(Arc::new(s)))
+    }
+
+    /// What a handler sees of its request.
+    fn context(
+        &self,
+        req: &IncomingRequest,
+        era: &Era,
+        peer: Peer,
+        input: Option<Arc<InputState>>,
+        cancel: Cancel,
+    ) -> RequestContext {
+        RequestContext::new(CtxInner {
+            id: req.id.clone(),
+            version: era.version,
+            peer,
+            cancel,
+            client_caps: era.caps.clone(),
+            client_info: era.info.clone(),
+            progress_token: era.progress_token.clone(),
+            log: if era.version.is_stateless() {
+                LogGate::Request(era.log_level)
+            } else {
+                LogGate::Session(self.log_level.clone())
+            },
+            input,
+            server: self.server.clone(),
+            last_progress: Mutex::new(None),
+            close_stream: req.close_stream.clone(),
+            extensions: req.extensions.clone(),
+        })
+    }
+}
+
+impl Endpoint for EraLayer {
+    fn admit(&self, method: &str) {
+        if method == methods::INITIALIZE && self.handshake.get().is_none() {
+            self.initializing.send_replace(true);
+        }
+    }
+
+    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
+        match &self.server.inner.middleware {
+            Some(stack) => super::stack::call(stack.clone(), self, request, peer),
+            None => self.handle(request, peer).boxed(),
+        }
+    }
+
+    fn notify(&self, method: &str, _params: Option<&RawValue>, _peer: &Peer) {
+        match method {
+            methods::NOTIFICATION_INITIALIZED => debug!("client initialized"),
+            methods::NOTIFICATION_ROOTS_LIST_CHANGED | methods::NOTIFICATION_CANCELLED => {}
+            other => debug!(method = other, "notification ignored"),
+        }
+    }
+
+    fn accepts_batches(&self) -> bool {
+        self.handshake.get().is_some_and(|h| h.version.receives_batches())
+    }
+
+    fn attach(&self, peer: &Peer) {
+        let _ = self.peer.set(peer.clone());
+    }
+
+    #[cfg(feature = "http-server")]
+    fn negotiated_version(&self) -> Option<ProtocolVersion> {
+        self.handshake.get().map(|h| h.version)
+    }
+
+    #[cfg(feature = "http-server")]
+    fn resolve_ahead(&self, meta: crate::peek::RequestMeta<'_>, extensions: &mut http::Extensions) {
+        if let Some(era) = self.resolve_stateless_ahead(meta) {
+            extensions.insert(era);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Resources: `resources/list`, `resources/templates/list`, `resources/read` (contents encoded
+//! beforehand go into the answer as they are), and the handshake era's
+//! `resources/subscribe` and `resources/unsubscribe`.
+
+use futures_util::FutureExt;
+use serde::Deserialize;
+use portico_schema::{
+    EmptyResult, ErrorObject, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
+    SubscribeRequestParams, methods,
+};
+
+use super::dispatch::{Call, Step};
+use super::encode::encode;
+use super::{EraLayer, parse};
+use crate::server::input::RawResponses;
+use crate::rpc::Reply;
+use crate::server::HandlerError;
+use crate::server::downgrade;
+use crate::server::input;
+use crate::server::registry::ReadOutput;
+use crate::sync::lock;
+
+/// The params of `resources/read`, with the input responses left raw.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReadCall {
+    uri: String,
+    #[serde(default)]
+    input_responses: Option<RawResponses>,
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+impl EraLayer {
+    pub(super) fn list_resources(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+        let (items, next) = self.list(call.req.params.as_deref(), |r| &r.resources)?;
+        let mut r = ListResourcesResult::new(items);
+        r.next_cursor = next;
+        self.finish_with(r, &call.era, Some(downgrade::list_resources)).map(Step::Now)
+    }
+
+    pub(super) fn list_resource_templates(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+        let (items, next) = self.list(call.req.params.as_deref(), |r| &r.templates)?;
+        let mut r = ListResourceTemplatesResult::new(items);
+        r.next_cursor = next;
+        self.finish_with(r, &call.era, Some(downgrade::list_templates)).map(Step::Now)
+    }
+
+    /// `resources/subscribe` and `resources/unsubscribe` (handshake era): the connection's
+    /// subscriptions, which [`start_forwarding`](Self::start_forwarding) reads.
+    pub(super) fn subscribe(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+        let p: SubscribeRequestParams = parse(call.req.params.as_deref())?;
+        let mut subs = lock(&self.subscriptions);
+        if &*call.req.method == methods::RESOURCES_SUBSCRIBE {
+            subs.insert(p.uri);
+        } else {
+            subs.remove(&p.uri);
+        }
+        encode(&EmptyResult::new()).map(Step::Now)
+    }
+
+    pub(super) async fn read_resource(&self, call: Call) -> Reply {
+        let Call { req, era, peer, .. } = call;
+        let p: ReadCall = parse(req.params.as_deref())?;
+        let found = self.server.registry().find_resource(&p.uri);
+        let Some((handler, rr)) = found else {
+            return Err(HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
+        };
+        let binding = || input::binding(&req.method, &p.uri, None);
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
+        let cx = self.context(&req, &era, peer, state.clone(), req.cancel.clone());
+        let version = era.version;
+        let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
+        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
+            input::Outcome::Done(ReadOutput::Result(r)) => self.finish(r, &era),
+            input::Outcome::Done(ReadOutput::Encoded(e)) => {
+                // What the era adds around the contents, from the same result with none; the
+                // contents encoded beforehand go between.
+                let empty = self.finish(ReadResourceResult::new(Vec::new()), &era)?;
+                match e.around(&empty) {
+                    Some(answer) => Ok(answer),
+                    None => {
+                        debug_assert!(false, "a read result without a `contents` member: {empty:?}");
+                        self.finish(e.read_result(), &era)
+                    }
+                }
+            }
+            input::Outcome::InputRequired(r) => self.finish(r, &era),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Tools: `tools/list` (its first page cached per revision) and `tools/call` (arguments
+//! validated, input requests and tasks of the stateless era).
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+
+use portico_schema::{CallToolResult, ErrorObject, ListToolsResult, PaginatedRequestParams, ResultEnvelope, ResultType};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+
+use super::dispatch::{Call, Step};
+use super::{EraLayer, parse};
+use crate::server::registry::Entry;
+use crate::peek::ParamsPeek;
+use crate::rpc::{Cancel, Reply};
+use crate::server::input::{self, RawResponses};
+use crate::server::tasks::{self, TaskSupport};
+use crate::server::downgrade;
+
+/// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
+/// handler's typed decoding reads them directly.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct NamedCall<'a> {
+    #[serde(borrow)]
+    pub name: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub arguments: Option<&'a RawValue>,
+    #[serde(default)]
+    pub input_responses: Option<RawResponses>,
+    #[serde(default)]
+    pub request_state: Option<String>,
+}
+
+/// A `tools/call`'s params as the era's resolution read them, in the same pass as the `_meta`
+/// (owned: the pass borrowed the params, which the call then owns).
+pub(crate) struct ParsedCall {
+    name: Box<str>,
+    arguments: Option<Box<RawValue>>,
+    input_responses: Option<RawResponses>,
+    request_state: Option<String>,
+}
+
+impl ParsedCall {
+    /// What `peek` read of a tool call, when it decodes as [`NamedCall`] would decode it; `None`
+    /// otherwise (a repeated member, no string `name`, an ill-typed member), and the call then
+    /// decodes its params itself, reporting what is wrong in the usual order.
+    pub(super) fn from_peek(p: &ParamsPeek<'_>) -> Option<ParsedCall> {
+        if p.repeated {
+            return None;
+        }
+        let name: Cow<'_, str> = serde_json::from_str(p.name?.get()).ok()?;
+        Some(ParsedCall {
+            name: name.into(),
+            arguments: p.arguments.filter(|a| a.get() != "null").map(ToOwned::to_owned),
+            input_responses: ParamsPeek::decode(p.input_responses).ok()?,
+            request_state: ParamsPeek::decode(p.request_state).ok()?,
+        })
+    }
+}
+
+impl EraLayer {
+    pub(super) fn list_tools(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+        let (params, era) = (call.req.params.as_deref(), &call.era);
+        let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
+        let generation = {
+            let cache = crate::sync::read_lock(&self.server.inner.tools_cache);
+            if first_page && let Some((_, bytes)) = cache.pages.iter().find(|(v, _)| *v == era.version) {
+                return Ok(Step::Now(bytes.clone()));
+            }
+            cache.generation
+        };
+        let (items, next) = self.list(params, |r| &r.tools)?;
+        let mut r = ListToolsResult::new(items);
+        r.next_cursor = next;
+        let bytes = self.finish_with(r, era, Some(downgrade::list_tools))?;
+        if first_page {
+            let mut cache = crate::sync::write_lock(&self.server.inner.tools_cache);
+            // The tools changed while this page was made: it may be stale, so it is not kept.
+            if cache.generation == generation {
+                cache.pages.push((era.version, bytes.clone()));
+            }
+        }
+        Ok(Step::Now(bytes))
+    }
+
+    pub(super) async fn call_tool(&self, call: Call) -> Reply {
+        let Call { req, era, peer, mut parsed } = call;
+        let p: NamedCall<'_> = match &mut parsed {
+            Some(c) => NamedCall {
+                name: Cow::Borrowed(&c.name),
+                arguments: c.arguments.as_deref(),
+                input_responses: c.input_responses.take(),
+                request_state: c.request_state.take(),
+            },
+            None => parse(req.params.as_deref())?,
+        };
+        let entry = self.server.registry().tools.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
+        let Some(entry) = entry else {
+            return Err(ErrorObject::invalid_params(format!("unknown tool: {}", p.name)));
+        };
+        // The tasks extension: only stateless-era requests that declare it get tasks.
+        let task_tool = era.version.is_stateless() && entry.tasks != TaskSupport::Forbidden;
+        let declared = task_tool && tasks::declared(&era.caps);
+        if task_tool && !declared && entry.tasks == TaskSupport::Required {
+            return Err(ErrorObject::missing_client_capability(tasks::required_capabilities()));
+        }
+        let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
+        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
+        let eligible = declared && state.is_some();
+        // A call that may become a task gets a cancellation of its own, so the task can
+        // outlive the request: cancelled with the request until then (the guard fires when
+        // this future is dropped), by tasks/cancel after.
+        let (cancel, guard) = if eligible {
+            let t = CancellationToken::new();
+            (Cancel::from_token(t.clone()), Some(t.drop_guard()))
+        } else {
+            (req.cancel.clone(), None)
+        };
+        if let (true, Some(s)) = (eligible, &state) {
+            s.task_eligible.store(true, Ordering::SeqCst);
+        }
+        let checked = match &entry.validator {
+            Some(v) => v.check(p.arguments),
+            None => Ok(()),
+        };
+        let cx = self.context(&req, &era, peer, state.clone(), cancel.clone());
+        let fut = match checked.and_then(|()| (entry.handler)(p.arguments, cx).map_err(|e| e.to_string())) {
+            Ok(fut) => fut,
+            Err(e) if era.version.tool_input_errors_are_results() => {
+                let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
+                return self.finish_tool_result(r, &era);
+            }
+            Err(e) => {
+                return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
+            }
+        };
+        let outcome = input::run(fut, state.clone(), &self.server.inner.config.sealer, binding).await;
+        if let Some(g) = guard {
+            g.disarm();
+        }
+        match outcome? {
+            input::Stage::Done(r) => self.finish_tool_result(r, &era),
+            input::Stage::InputRequired(r) => self.finish(r, &era),
+            input::Stage::Task(fut) => {
+                let task = self.server.tasks().create(cancel.token().clone())?;
+                if let Some(s) = &state {
+                    let _ = s.task.set(task.clone());
+                }
+                tasks::spawn(task.clone(), fut, |mut r: CallToolResult| {
+                    *r.result_type_mut() = Some(ResultType::Complete);
+                    serde_json::to_string(&r)
+                        .and_then(RawValue::from_string)
+                        .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+                });
+                self.finish(task.created_result(), &era)
+            }
+        }
+    }
+}
