@@ -133,9 +133,9 @@ pub use portico_schema as schema;
 
 mod error;
 // The engine serves both sides; with only one side compiled, parts of it are unused.
+mod peek;
 #[cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code, unused_imports))]
 mod rpc;
-mod peek;
 mod sync;
 pub mod transport;
 

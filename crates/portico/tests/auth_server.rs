@@ -623,8 +623,8 @@ impl TokenValidator for Static {
                 "good" => &[READ, ADMIN],
                 "reader" => &[READ],
                 "owner" => &["mcp:owner"],
-                "down" => return Err(portico::auth::server::AuthError::unavailable("the issuer is down")),
-                _ => return Err(portico::auth::server::AuthError::invalid_token("unknown token")),
+                "down" => return Err(portico::auth::server::TokenRejection::unavailable("the issuer is down")),
+                _ => return Err(portico::auth::server::TokenRejection::invalid_token("unknown token")),
             };
             Ok(AuthInfo::new().with_subject(token).with_scopes(scopes.iter().copied()).with_audience([&self.0]))
         })

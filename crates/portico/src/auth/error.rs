@@ -5,6 +5,9 @@ use thiserror::Error;
 /// An error of the OAuth client: discovery, registration, the authorization code flow, or a
 /// token request.
 ///
+/// The client side's error; the server side refuses a request's token with
+/// `auth::server::TokenRejection` (feature `auth-server`). Both say whose fault it was.
+///
 /// Every message names the URL or the field at fault. Errors whose name starts with `Peer`
 /// or that mention metadata are the servers' fault; [`AuthError::NotConfigured`] and
 /// [`AuthError::Config`] are the caller's.

@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use super::cache::ResultCache;
 use super::handler::ClientHandler;
-use crate::rpc::{IncomingRequest, Peer, Reply, Endpoint};
+use crate::rpc::{Endpoint, IncomingRequest, Peer, Reply};
 use crate::sync::lock;
 
 pub(crate) struct ClientEndpoint {

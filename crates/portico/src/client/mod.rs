@@ -20,8 +20,8 @@
 mod cache;
 mod connection;
 pub mod elicitation;
-mod handler;
 mod endpoint;
+mod handler;
 pub mod skills;
 mod stack;
 

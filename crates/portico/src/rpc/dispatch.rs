@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
-use crate::sync::lock;
 use super::slots::{Slot, Slots};
-use super::{Cancel, IncomingRequest, Peer, RpcConfig, Endpoint};
+use super::{Cancel, Endpoint, IncomingRequest, Peer, RpcConfig};
+use crate::sync::lock;
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
 /// Requests from the peer that are running, by id, so `notifications/cancelled` can stop them.
@@ -464,6 +464,9 @@ impl Waiting {
     }
 }
 
+/// The error message of a request whose handler panicked: what happened, and where to look.
+const HANDLER_PANICKED: &str = "the server's handler for this request panicked; the server logged a \"request handler panicked\" warning with the request's id";
+
 /// The response to a request: its result, its error, or `-32603` when its handler panicked.
 fn encode_outcome(id: &RequestId, outcome: Result<super::Reply, Box<dyn std::any::Any + Send>>) -> Outgoing {
     match outcome {
@@ -471,7 +474,7 @@ fn encode_outcome(id: &RequestId, outcome: Result<super::Reply, Box<dyn std::any
         Ok(Err(error)) => envelope::encode_error(Some(id), &error).into(),
         Err(_) => {
             warn!(%id, "request handler panicked");
-            envelope::encode_error(Some(id), &ErrorObject::internal_error("the handler failed")).into()
+            envelope::encode_error(Some(id), &ErrorObject::internal_error(HANDLER_PANICKED)).into()
         }
     }
 }

@@ -382,4 +382,3 @@ impl Drop for CancelGuard<'_> {
         }
     }
 }
-

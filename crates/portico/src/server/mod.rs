@@ -27,11 +27,12 @@
 //! stateless-era clients (2026-07-28, `_meta` on every request) on the same connection; the era
 //! is chosen per request by the spec's dual-era rules, and handlers never see the difference.
 
+mod completion;
 mod context;
 mod downgrade;
 mod edit;
-pub(crate) mod era;
 mod encoded;
+pub(crate) mod era;
 mod handler;
 mod input;
 mod registry;
@@ -60,7 +61,6 @@ pub use handler::{HandlerError, IntoCallToolResult, Json};
 pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
 };
-pub use sealed::{SealingKey, StateSealer};
 pub use tasks::{TASKS_EXTENSION, TaskSupport};
 #[cfg(feature = "schemars")]
 #[doc(hidden)]
@@ -73,6 +73,7 @@ use crate::error::Error;
 use crate::rpc::{self, RpcConfig};
 use crate::transport::Transport;
 use registry::Registry;
+use sealed::StateSealer;
 
 /// An MCP server: what it offers and how it behaves. Cheap to clone; clones share everything,
 /// so a tool added through one is visible to every connection.
@@ -147,6 +148,19 @@ pub(crate) enum Event {
 }
 
 /// Builds a [`Server`].
+///
+/// # Failures
+///
+/// One rule for the builder and the runtime mutators of [`Server`]:
+///
+/// - A builder method panics on a mistake in the program itself (an invalid URI template, a
+///   tool layer for a tool that does not exist), when the server is built at startup, as axum's
+///   `Router` does; the message says what is wrong and what to do. Where the input may come
+///   from outside the program, a `try_` twin returns the error instead
+///   ([`try_resource_template`](Self::try_resource_template)).
+/// - The runtime mutators ([`Server::add_resource_template`], …) never panic: they run while
+///   the server is serving, often with input decided at run time, and return a `Result` (or a
+///   `bool` saying whether the entry existed).
 #[must_use]
 pub struct ServerBuilder {
     info: Implementation,
@@ -458,9 +472,13 @@ impl ServerBuilder {
     /// When the template is not a valid RFC 6570 URI template (a programming error, found at
     /// startup); use [`try_resource_template`](Self::try_resource_template) to handle it.
     pub fn resource_template(self, template: ResourceTemplate, handler: impl ResourceHandler) -> Self {
+        let uri = template.uri_template.clone();
         match self.try_resource_template(template, handler) {
             Ok(b) => b,
-            Err(e) => panic!("invalid resource template: {e}"),
+            Err(e) => panic!(
+                "invalid resource template {uri:?}: {e}; fix the template (RFC 6570), or call \
+                 `try_resource_template` to handle templates that come from outside the program"
+            ),
         }
     }
 
@@ -523,8 +541,12 @@ impl ServerBuilder {
 
     /// Wraps `tools/call` requests for the tool `name` in a tower layer, inside the layers of
     /// [`layer`](Self::layer) (which see every request first). Several layers for one tool nest
-    /// like [`layer`](Self::layer)'s. Applies to the tool of that name whenever it exists,
-    /// including one added at runtime.
+    /// like [`layer`](Self::layer)'s. The layer stays with the name: a tool of that name
+    /// replaced or added again at runtime goes through it too.
+    ///
+    /// # Panics
+    /// [`build`](Self::build) panics when no tool of that name was added to the builder (a
+    /// misspelled name would otherwise leave the tool without its layer, silently).
     pub fn tool_layer(mut self, name: impl Into<String>, layer: impl crate::middleware::McpLayer) -> Self {
         self.tool_layers.entry(name.into()).or_default().push(layer.into_layer_fn());
         self
@@ -557,8 +579,22 @@ impl ServerBuilder {
     }
 
     /// Builds the server.
+    ///
+    /// # Panics
+    /// When a [`tool_layer`](Self::tool_layer) names a tool the builder does not have.
     pub fn build(self) -> Server {
         let r = &self.registry;
+        let mut unknown: Vec<&str> =
+            self.tool_layers.keys().map(String::as_str).filter(|name| !r.tools.contains_key(*name)).collect();
+        if !unknown.is_empty() {
+            unknown.sort_unstable();
+            panic!(
+                "tool_layer names no tool of this server: {}; add the tool to the builder (before or after the \
+                 layer), or fix the name (tools: {})",
+                unknown.join(", "),
+                r.tools.keys().map(String::as_str).collect::<Vec<_>>().join(", ")
+            );
+        }
         let offers = Offers {
             tools: AtomicBool::new(self.tools || !r.tools.is_empty()),
             resources: AtomicBool::new(self.resources || !r.resources.is_empty() || !r.templates.is_empty()),

@@ -420,7 +420,9 @@ pub(crate) fn spawn<T: Send + 'static>(
             Some(Ok(r)) => Some(encode(r)),
             Some(Err(_)) => {
                 tracing::warn!(task = %task.id, "task handler panicked");
-                Some(Err(ErrorObject::internal_error("the handler failed")))
+                Some(Err(ErrorObject::internal_error(
+                    "the task's handler panicked; the server logged a \"task handler panicked\" warning with the task's id",
+                )))
             }
         };
         task.finish(outcome);

@@ -1,5 +1,5 @@
-//! Typed tools (feature `schemars`): JSON Schemas derived from Rust types, toolboxes, argument
-//! completions, and the return types of typed resource, prompt and completion handlers.
+//! Typed tools (feature `schemars`): JSON Schemas derived from Rust types, toolboxes, and the
+//! return types of typed resource, prompt and completion handlers.
 //!
 //! Everything here is plain API: the attribute macros of the `macros` feature expand to calls
 //! of these functions and of the [`ServerBuilder`] methods, and a server can be written the same
@@ -32,18 +32,18 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use portico_schema::{
-    CompleteRequestParams, CompleteResult, Completion, CompletionReference, GetPromptResult, JsonObject, PromptMessage,
-    ReadResourceResult, ResourceContents, TextResourceContents, Tool,
+    CompleteResult, Completion, GetPromptResult, JsonObject, PromptMessage, ReadResourceResult, ResourceContents,
+    TextResourceContents, Tool,
 };
 use schemars::JsonSchema;
 use schemars::generate::{Contract, SchemaSettings};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ServerBuilder;
 use super::encoded::EncodedContents;
 use super::handler::{HandlerError, Json};
-use super::registry::{CompletionHandler, ErasedCompletion, ReadOutput};
-use super::{RequestContext, ServerBuilder};
+use super::registry::ReadOutput;
 
 #[doc(hidden)]
 pub use support as __private;
@@ -75,7 +75,8 @@ pub fn input_schema<T: JsonSchema + ?Sized + 'static>() -> &'static JsonObject {
             }
             Some(Value::String(t)) if t == "object" => {}
             Some(other) => panic!(
-                "the arguments of a tool must be a JSON object, but the schema of `{}` has \"type\": {other}",
+                "the arguments of a tool must be a JSON object, but the schema of `{}` has \"type\": {other}; \
+                 take a struct (or a map) as the tool's arguments, and put this value in one of its fields",
                 std::any::type_name::<T>()
             ),
         }
@@ -205,60 +206,6 @@ impl ServerBuilder {
     /// pass the value, or an `Arc` of it to keep a handle on its state.
     pub fn toolbox<T: ToolBox, M>(self, toolbox: impl IntoToolBox<T, M>) -> Self {
         toolbox.into_toolbox().register(self)
-    }
-
-    /// Completes `argument` of the prompt or resource template `reference` with `handler`;
-    /// other `completion/complete` requests go to what was registered before (or get no
-    /// suggestions).
-    ///
-    /// Unlike [`completion`](Self::completion), which answers every request, this composes: each
-    /// call adds one argument. A later `completion(…)` replaces them all.
-    ///
-    /// ```
-    /// use portico::schema::{CompleteRequestParams, CompleteResult, CompletionReference, Implementation};
-    /// use portico::server::{HandlerError, RequestContext, Server};
-    ///
-    /// let server = Server::builder(Implementation::new("langs", "1.0.0"))
-    ///     .complete_argument(
-    ///         CompletionReference::prompt("review"),
-    ///         "language",
-    ///         |p: CompleteRequestParams, _cx: RequestContext| async move {
-    ///             let langs = ["rust", "ruby", "python"];
-    ///             let values = langs.into_iter().filter(|l| l.starts_with(p.argument.value.as_str()));
-    ///             Ok::<_, HandlerError>(CompleteResult::new(values))
-    ///         },
-    ///     )
-    ///     .build();
-    /// # let _ = server;
-    /// ```
-    pub fn complete_argument(
-        mut self,
-        reference: CompletionReference,
-        argument: impl Into<String>,
-        handler: impl CompletionHandler,
-    ) -> Self {
-        let argument = argument.into();
-        let handler = handler.into_erased();
-        let previous = self.registry.completion.take();
-        let combined: ErasedCompletion = Arc::new(move |p: CompleteRequestParams, cx: RequestContext| {
-            if p.argument.name == argument && same_reference(&p.r#ref, &reference) {
-                handler(p, cx)
-            } else if let Some(previous) = &previous {
-                previous(p, cx)
-            } else {
-                Box::pin(async { Ok(CompleteResult::default()) })
-            }
-        });
-        self.registry.completion = Some(combined);
-        self
-    }
-}
-
-fn same_reference(a: &CompletionReference, b: &CompletionReference) -> bool {
-    match (a, b) {
-        (CompletionReference::Prompt(a), CompletionReference::Prompt(b)) => a.name == b.name,
-        (CompletionReference::ResourceTemplate(a), CompletionReference::ResourceTemplate(b)) => a.uri == b.uri,
-        _ => false,
     }
 }
 

@@ -26,8 +26,8 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 
 use super::stdio::{LineReader, LineWriter};
-use crate::sync::lock;
 use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
+use crate::sync::lock;
 
 /// How long [`ChildHandle::shutdown`] waits after each step by default: 2 seconds.
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);

@@ -2,21 +2,26 @@
 
 use std::fmt;
 
-/// Why a request was not authorized. Opaque: ask [`kind`](Self::kind).
+/// Why the server refused a request's token. Opaque: ask [`kind`](Self::kind).
+///
+/// The server side's error; the client side's is `auth::AuthError` (feature `auth-client`: the client could
+/// not get or keep a token). Both say whose fault it was: here, the client's (a missing,
+/// malformed, invalid or under-scoped token) or the authorization server's
+/// ([`RejectionKind::Unavailable`]).
 ///
 /// The message is for logs (it never contains the token); the HTTP answer only says
 /// `invalid_token`, `insufficient_scope` or that the server could not check.
 #[derive(Debug, Clone)]
-pub struct AuthError {
-    kind: AuthErrorKind,
+pub struct TokenRejection {
+    kind: RejectionKind,
     message: String,
     scopes: Vec<String>,
 }
 
-/// What an [`AuthError`] is about.
+/// What an [`TokenRejection`] is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum AuthErrorKind {
+pub enum RejectionKind {
     /// No bearer token was presented (401 with a challenge, no `error`).
     Missing,
     /// The request is malformed, e.g. two `Authorization` headers (400 `invalid_request`).
@@ -31,61 +36,61 @@ pub enum AuthErrorKind {
     Unavailable,
 }
 
-impl AuthError {
-    fn new(kind: AuthErrorKind, message: impl Into<String>) -> Self {
-        AuthError { kind, message: message.into(), scopes: Vec::new() }
+impl TokenRejection {
+    fn new(kind: RejectionKind, message: impl Into<String>) -> Self {
+        TokenRejection { kind, message: message.into(), scopes: Vec::new() }
     }
 
     /// No token was presented.
     pub fn missing() -> Self {
-        AuthError::new(AuthErrorKind::Missing, "no bearer token")
+        TokenRejection::new(RejectionKind::Missing, "no bearer token")
     }
 
     /// The request was malformed.
     pub fn malformed(message: impl Into<String>) -> Self {
-        AuthError::new(AuthErrorKind::Malformed, message)
+        TokenRejection::new(RejectionKind::Malformed, message)
     }
 
     /// The token is not valid for this server.
     pub fn invalid_token(message: impl Into<String>) -> Self {
-        AuthError::new(AuthErrorKind::InvalidToken, message)
+        TokenRejection::new(RejectionKind::InvalidToken, message)
     }
 
     /// The token lacks `needed` scopes (all the scopes the request needs).
     pub fn insufficient_scope(needed: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let scopes: Vec<String> = needed.into_iter().map(Into::into).collect();
         let message = format!("insufficient scope: needs {}", scopes.join(" "));
-        AuthError { kind: AuthErrorKind::InsufficientScope, message, scopes }
+        TokenRejection { kind: RejectionKind::InsufficientScope, message, scopes }
     }
 
     /// The token could not be checked (the authorization server is unreachable, …).
     pub fn unavailable(message: impl Into<String>) -> Self {
-        AuthError::new(AuthErrorKind::Unavailable, message)
+        TokenRejection::new(RejectionKind::Unavailable, message)
     }
 
     /// What this error is about.
-    pub fn kind(&self) -> AuthErrorKind {
+    pub fn kind(&self) -> RejectionKind {
         self.kind
     }
 
-    /// The scopes the request needs, for [`AuthErrorKind::InsufficientScope`].
+    /// The scopes the request needs, for [`RejectionKind::InsufficientScope`].
     pub fn needed_scopes(&self) -> &[String] {
         &self.scopes
     }
 
     /// True when the client presented a bad token.
     pub fn is_invalid_token(&self) -> bool {
-        self.kind == AuthErrorKind::InvalidToken
+        self.kind == RejectionKind::InvalidToken
     }
 }
 
-impl fmt::Display for AuthError {
+impl fmt::Display for TokenRejection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-impl std::error::Error for AuthError {}
+impl std::error::Error for TokenRejection {}
 
 /// A configuration mistake found when building a resource server or a validator.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
-use super::error::{AuthError, ConfigError};
+use super::error::{ConfigError, TokenRejection};
 
 /// The largest metadata, JWKS or introspection document read (1 MiB).
 pub(crate) const MAX_DOCUMENT: usize = 1024 * 1024;
@@ -35,20 +35,20 @@ pub(crate) fn check_url(what: &str, url: &str) -> Result<reqwest::Url, ConfigErr
 }
 
 /// Reads a response body of at most [`MAX_DOCUMENT`] bytes and decodes it as JSON.
-pub(crate) async fn read_json<T: DeserializeOwned>(what: &str, mut r: reqwest::Response) -> Result<T, AuthError> {
+pub(crate) async fn read_json<T: DeserializeOwned>(what: &str, mut r: reqwest::Response) -> Result<T, TokenRejection> {
     if r.content_length().is_some_and(|n| n > MAX_DOCUMENT as u64) {
-        return Err(AuthError::unavailable(format!("{what} is larger than {MAX_DOCUMENT} bytes")));
+        return Err(TokenRejection::unavailable(format!("{what} is larger than {MAX_DOCUMENT} bytes")));
     }
     let mut body = Vec::new();
     while let Some(chunk) =
-        r.chunk().await.map_err(|e| AuthError::unavailable(format!("reading {what} failed: {e}")))?
+        r.chunk().await.map_err(|e| TokenRejection::unavailable(format!("reading {what} failed: {e}")))?
     {
         if body.len() + chunk.len() > MAX_DOCUMENT {
-            return Err(AuthError::unavailable(format!("{what} is larger than {MAX_DOCUMENT} bytes")));
+            return Err(TokenRejection::unavailable(format!("{what} is larger than {MAX_DOCUMENT} bytes")));
         }
         body.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&body).map_err(|e| AuthError::unavailable(format!("{what} is not valid JSON: {e}")))
+    serde_json::from_slice(&body).map_err(|e| TokenRejection::unavailable(format!("{what} is not valid JSON: {e}")))
 }
 
 /// GETs a JSON document; a non-2xx answer is an error.
@@ -56,15 +56,13 @@ pub(crate) async fn get_json<T: DeserializeOwned>(
     client: &reqwest::Client,
     what: &str,
     url: &reqwest::Url,
-) -> Result<T, AuthError> {
-    let r = client
-        .get(url.clone())
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| AuthError::unavailable(format!("fetching {what} from {url} failed: {}", e.without_url())))?;
+) -> Result<T, TokenRejection> {
+    let r =
+        client.get(url.clone()).header("accept", "application/json").send().await.map_err(|e| {
+            TokenRejection::unavailable(format!("fetching {what} from {url} failed: {}", e.without_url()))
+        })?;
     if !r.status().is_success() {
-        return Err(AuthError::unavailable(format!("fetching {what} from {url}: HTTP {}", r.status())));
+        return Err(TokenRejection::unavailable(format!("fetching {what} from {url}: HTTP {}", r.status())));
     }
     read_json(what, r).await
 }
@@ -104,14 +102,14 @@ pub(crate) fn metadata_urls(issuer: &reqwest::Url) -> Vec<reqwest::Url> {
 
 /// Fetches the metadata of `issuer`, trying each well-known URL in turn; the document's
 /// `issuer` must be exactly `issuer` (RFC 8414 §3.3), or it is not used.
-pub(crate) async fn discover(client: &reqwest::Client, issuer: &str) -> Result<AsMetadata, AuthError> {
-    let url = reqwest::Url::parse(issuer).map_err(|e| AuthError::unavailable(format!("bad issuer URL: {e}")))?;
-    let mut last = AuthError::unavailable(format!("no metadata found for {issuer}"));
+pub(crate) async fn discover(client: &reqwest::Client, issuer: &str) -> Result<AsMetadata, TokenRejection> {
+    let url = reqwest::Url::parse(issuer).map_err(|e| TokenRejection::unavailable(format!("bad issuer URL: {e}")))?;
+    let mut last = TokenRejection::unavailable(format!("no metadata found for {issuer}"));
     for candidate in metadata_urls(&url) {
         match get_json::<AsMetadata>(client, "authorization server metadata", &candidate).await {
             Ok(m) if m.issuer == issuer => return Ok(m),
             Ok(m) => {
-                last = AuthError::unavailable(format!(
+                last = TokenRejection::unavailable(format!(
                     "metadata at {candidate} names issuer {:?}, not {issuer:?}",
                     m.issuer
                 ));

@@ -8,7 +8,7 @@ use base64::Engine;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::error::{AuthError, ConfigError};
+use super::error::{ConfigError, TokenRejection};
 use super::fetch;
 use super::info::{AuthInfo, Claims};
 use super::validator::{TokenValidator, ValidateFuture};
@@ -85,7 +85,7 @@ impl IntrospectionValidator {
         }
     }
 
-    async fn endpoint(&self) -> Result<reqwest::Url, AuthError> {
+    async fn endpoint(&self) -> Result<reqwest::Url, TokenRejection> {
         let i = &self.inner;
         if let Some(u) = &i.endpoint {
             return Ok(u.clone());
@@ -95,14 +95,15 @@ impl IntrospectionValidator {
         }
         let m = fetch::discover(&i.client, &i.issuer).await?;
         let raw = m.introspection_endpoint.ok_or_else(|| {
-            AuthError::unavailable(format!("the metadata of {} has no introspection_endpoint", i.issuer))
+            TokenRejection::unavailable(format!("the metadata of {} has no introspection_endpoint", i.issuer))
         })?;
-        let u = fetch::check_url("introspection_endpoint", &raw).map_err(|e| AuthError::unavailable(e.to_string()))?;
+        let u =
+            fetch::check_url("introspection_endpoint", &raw).map_err(|e| TokenRejection::unavailable(e.to_string()))?;
         *i.discovered.lock().unwrap_or_else(|p| p.into_inner()) = Some(u.clone());
         Ok(u)
     }
 
-    async fn check(&self, token: &str) -> Result<AuthInfo, AuthError> {
+    async fn check(&self, token: &str) -> Result<AuthInfo, TokenRejection> {
         let i = &self.inner;
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if let Some(hit) = i.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key, Instant::now()) {
@@ -121,21 +122,23 @@ impl IntrospectionValidator {
             .body(body)
             .send()
             .await
-            .map_err(|e| AuthError::unavailable(format!("introspection at {endpoint} failed: {}", e.without_url())))?;
+            .map_err(|e| {
+                TokenRejection::unavailable(format!("introspection at {endpoint} failed: {}", e.without_url()))
+            })?;
         if !r.status().is_success() {
-            return Err(AuthError::unavailable(format!("introspection at {endpoint}: HTTP {}", r.status())));
+            return Err(TokenRejection::unavailable(format!("introspection at {endpoint}: HTTP {}", r.status())));
         }
         let claims: Claims = fetch::read_json("the introspection response", r).await?;
         if claims.get("active") != Some(&Value::Bool(true)) {
-            return Err(AuthError::invalid_token("the token is not active"));
+            return Err(TokenRejection::invalid_token("the token is not active"));
         }
         let info = AuthInfo::from_claims(claims);
         let now = SystemTime::now();
         if info.expires_at().is_some_and(|exp| exp <= now) {
-            return Err(AuthError::invalid_token("the token has expired"));
+            return Err(TokenRejection::invalid_token("the token has expired"));
         }
         if let Some(iss) = info.issuer().filter(|iss| *iss != i.issuer) {
-            return Err(AuthError::invalid_token(format!("the token is from another issuer ({iss})")));
+            return Err(TokenRejection::invalid_token(format!("the token is from another issuer ({iss})")));
         }
         let mut ttl = i.ttl;
         if let Some(left) = info.expires_at().and_then(|exp| exp.duration_since(now).ok()) {

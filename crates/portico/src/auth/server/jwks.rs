@@ -9,7 +9,7 @@ use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey};
 use serde::Deserialize;
 
-use super::error::AuthError;
+use super::error::TokenRejection;
 use super::fetch;
 
 /// The most keys kept from one JWKS document; the rest are ignored.
@@ -93,7 +93,7 @@ impl KeyCache {
     }
 
     /// The key a token's header names (`kid`; a token without one may use the only key).
-    pub(crate) async fn key(&self, kid: Option<&str>) -> Result<Arc<Key>, AuthError> {
+    pub(crate) async fn key(&self, kid: Option<&str>) -> Result<Arc<Key>, TokenRejection> {
         let kid = kid.unwrap_or("");
         match self.lookup(kid, Instant::now()) {
             Lookup::Found(k) => return Ok(k),
@@ -125,7 +125,7 @@ impl KeyCache {
         }
     }
 
-    async fn fetch(&self) -> Result<(reqwest::Url, HashMap<String, Arc<Key>>), AuthError> {
+    async fn fetch(&self) -> Result<(reqwest::Url, HashMap<String, Arc<Key>>), TokenRejection> {
         let uri = match &self.source {
             Source::Uri(u) => u.clone(),
             Source::Discover(issuer) => {
@@ -135,9 +135,9 @@ impl KeyCache {
                     None => {
                         let m = fetch::discover(&self.client, issuer).await?;
                         let raw = m.jwks_uri.ok_or_else(|| {
-                            AuthError::unavailable(format!("the metadata of {issuer} has no jwks_uri"))
+                            TokenRejection::unavailable(format!("the metadata of {issuer} has no jwks_uri"))
                         })?;
-                        fetch::check_url("jwks_uri", &raw).map_err(|e| AuthError::unavailable(e.to_string()))?
+                        fetch::check_url("jwks_uri", &raw).map_err(|e| TokenRejection::unavailable(e.to_string()))?
                     }
                 }
             }
@@ -153,11 +153,11 @@ impl KeyCache {
     }
 }
 
-fn unknown(kid: &str) -> AuthError {
+fn unknown(kid: &str) -> TokenRejection {
     if kid.is_empty() {
-        AuthError::invalid_token("the token names no key (kid) and the issuer has no single key without one")
+        TokenRejection::invalid_token("the token names no key (kid) and the issuer has no single key without one")
     } else {
-        AuthError::invalid_token(format!("the token is signed with an unknown key (kid {kid:?})"))
+        TokenRejection::invalid_token(format!("the token is signed with an unknown key (kid {kid:?})"))
     }
 }
 

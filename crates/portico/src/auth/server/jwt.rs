@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, Validation};
 
-use super::error::{AuthError, ConfigError};
+use super::error::{ConfigError, TokenRejection};
 use super::fetch;
 use super::info::{AuthInfo, Claims};
 use super::jwks::{KeyCache, Source};
@@ -81,23 +81,23 @@ impl JwtValidator {
         }
     }
 
-    async fn check(&self, token: &str) -> Result<AuthInfo, AuthError> {
+    async fn check(&self, token: &str) -> Result<AuthInfo, TokenRejection> {
         let i = &self.inner;
         let header =
-            jsonwebtoken::decode_header(token).map_err(|e| AuthError::invalid_token(format!("not a JWT: {e}")))?;
+            jsonwebtoken::decode_header(token).map_err(|e| TokenRejection::invalid_token(format!("not a JWT: {e}")))?;
         if !i.allowed.contains(&header.alg) {
-            return Err(AuthError::invalid_token(format!("algorithm {:?} is not accepted", header.alg)));
+            return Err(TokenRejection::invalid_token(format!("algorithm {:?} is not accepted", header.alg)));
         }
         if let Some(want) = &i.typ {
             let typ = header.typ.as_deref().unwrap_or("");
             let typ = typ.strip_prefix("application/").unwrap_or(typ);
             if !typ.eq_ignore_ascii_case(want) {
-                return Err(AuthError::invalid_token(format!("the token's type is {typ:?}, not {want:?}")));
+                return Err(TokenRejection::invalid_token(format!("the token's type is {typ:?}, not {want:?}")));
             }
         }
         let key = i.keys.key(header.kid.as_deref()).await?;
         if key.alg.is_some_and(|a| a != header.alg) {
-            return Err(AuthError::invalid_token("the token's algorithm differs from its key's"));
+            return Err(TokenRejection::invalid_token("the token's algorithm differs from its key's"));
         }
         let mut v = Validation::new(header.alg);
         v.leeway = i.leeway.as_secs();
@@ -107,7 +107,7 @@ impl JwtValidator {
         v.set_required_spec_claims(&["exp", "iss"]);
         let data = jsonwebtoken::decode::<Claims>(token, &key.decoding, &v).map_err(|e| {
             use jsonwebtoken::errors::ErrorKind as K;
-            AuthError::invalid_token(match e.kind() {
+            TokenRejection::invalid_token(match e.kind() {
                 K::ExpiredSignature => "the token has expired".to_string(),
                 K::ImmatureSignature => "the token is not valid yet (nbf)".to_string(),
                 K::InvalidIssuer => "the token is from another issuer".to_string(),

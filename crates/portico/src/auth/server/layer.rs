@@ -10,7 +10,7 @@ use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use serde_json::value::RawValue;
 
-use super::error::{AuthError, AuthErrorKind};
+use super::error::{RejectionKind, TokenRejection};
 use super::info::AuthInfo;
 use super::{ResourceServer, metadata};
 
@@ -96,17 +96,17 @@ where
 }
 
 /// The credentials of the one `Authorization: Bearer` header.
-pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, TokenRejection> {
     let mut all = headers.get_all(AUTHORIZATION).iter();
-    let Some(value) = all.next() else { return Err(AuthError::missing()) };
+    let Some(value) = all.next() else { return Err(TokenRejection::missing()) };
     if all.next().is_some() {
-        return Err(AuthError::malformed("more than one Authorization header"));
+        return Err(TokenRejection::malformed("more than one Authorization header"));
     }
-    let value = value.to_str().map_err(|_| AuthError::malformed("Authorization is not visible ASCII"))?;
+    let value = value.to_str().map_err(|_| TokenRejection::malformed("Authorization is not visible ASCII"))?;
     let (scheme, token) = value.split_once(' ').unwrap_or((value, ""));
     if !scheme.eq_ignore_ascii_case("bearer") {
         // Another scheme carries no bearer token: the client is not authenticated (for us).
-        return Err(AuthError::missing());
+        return Err(TokenRejection::missing());
     }
     let token = token.trim_matches(' ');
     // RFC 6750 b64token: ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/", then "=" padding.
@@ -114,7 +114,7 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, AuthError> {
     let valid = !body.is_empty()
         && body.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/'));
     if !valid {
-        return Err(AuthError::malformed("the bearer token is empty or malformed"));
+        return Err(TokenRejection::malformed("the bearer token is empty or malformed"));
     }
     Ok(token)
 }
@@ -135,18 +135,18 @@ pub(crate) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option
     let mut needed: BTreeSet<&str> = policy.needed(method, tool.as_deref()).collect();
     needed.extend(missing);
     let needed: Vec<&str> = needed.into_iter().collect();
-    let e = AuthError::insufficient_scope(gate.rs.scopes_to_ask(&gate.info, &needed));
+    let e = TokenRejection::insufficient_scope(gate.rs.scopes_to_ask(&gate.info, &needed));
     tracing::debug!(method, tool = tool.as_deref(), error = %e, "request refused for its scopes");
     Some(refusal(&gate.rs, &e))
 }
 
 /// The HTTP answer for `e`, with its challenge.
-pub(crate) fn refusal(rs: &ResourceServer, e: &AuthError) -> Response<Body> {
+pub(crate) fn refusal(rs: &ResourceServer, e: &TokenRejection) -> Response<Body> {
     let (status, error, description) = match e.kind() {
-        AuthErrorKind::Missing => (StatusCode::UNAUTHORIZED, None, None),
-        AuthErrorKind::Malformed => (StatusCode::BAD_REQUEST, Some("invalid_request"), Some(e.to_string())),
-        AuthErrorKind::InsufficientScope => (StatusCode::FORBIDDEN, Some("insufficient_scope"), Some(e.to_string())),
-        AuthErrorKind::Unavailable => {
+        RejectionKind::Missing => (StatusCode::UNAUTHORIZED, None, None),
+        RejectionKind::Malformed => (StatusCode::BAD_REQUEST, Some("invalid_request"), Some(e.to_string())),
+        RejectionKind::InsufficientScope => (StatusCode::FORBIDDEN, Some("insufficient_scope"), Some(e.to_string())),
+        RejectionKind::Unavailable => {
             let mut r = json_response(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "temporarily_unavailable",
@@ -159,7 +159,7 @@ pub(crate) fn refusal(rs: &ResourceServer, e: &AuthError) -> Response<Body> {
         _ => (StatusCode::UNAUTHORIZED, Some("invalid_token"), Some(e.to_string())),
     };
     let scopes = match e.kind() {
-        AuthErrorKind::InsufficientScope => e.needed_scopes(),
+        RejectionKind::InsufficientScope => e.needed_scopes(),
         _ => rs.challenge_scopes(),
     };
     // Refresh tokens are the client's business: challenges do not ask for them (2026-07-28).
@@ -218,14 +218,14 @@ mod tests {
     fn bearer_tokens_are_read_strictly() {
         assert_eq!(bearer_token(&headers(&["Bearer abc.DEF-_~+/=="])).ok(), Some("abc.DEF-_~+/=="));
         assert_eq!(bearer_token(&headers(&["bearer x"])).ok(), Some("x"));
-        assert_eq!(bearer_token(&headers(&[])).map_err(|e| e.kind()), Err(AuthErrorKind::Missing));
-        assert_eq!(bearer_token(&headers(&["Basic Zm9vOmJhcg=="])).map_err(|e| e.kind()), Err(AuthErrorKind::Missing));
+        assert_eq!(bearer_token(&headers(&[])).map_err(|e| e.kind()), Err(RejectionKind::Missing));
+        assert_eq!(bearer_token(&headers(&["Basic Zm9vOmJhcg=="])).map_err(|e| e.kind()), Err(RejectionKind::Missing));
         for bad in ["Bearer", "Bearer ", "Bearer a b", "Bearer ===", "Bearer a\"b"] {
-            assert_eq!(bearer_token(&headers(&[bad])).map_err(|e| e.kind()), Err(AuthErrorKind::Malformed), "{bad}");
+            assert_eq!(bearer_token(&headers(&[bad])).map_err(|e| e.kind()), Err(RejectionKind::Malformed), "{bad}");
         }
         assert_eq!(
             bearer_token(&headers(&["Bearer a", "Bearer b"])).map_err(|e| e.kind()),
-            Err(AuthErrorKind::Malformed)
+            Err(RejectionKind::Malformed)
         );
     }
 
@@ -233,11 +233,11 @@ mod tests {
 
     impl super::super::TokenValidator for Never {
         fn validate<'a>(&'a self, _: &'a str) -> super::super::ValidateFuture<'a> {
-            Box::pin(async { Err(AuthError::invalid_token("never")) })
+            Box::pin(async { Err(TokenRejection::invalid_token("never")) })
         }
     }
 
-    fn challenge(e: &AuthError) -> (StatusCode, String) {
+    fn challenge(e: &TokenRejection) -> (StatusCode, String) {
         let rs = ResourceServer::builder("https://mcp.example.com/mcp")
             .authorization_server("https://as.example")
             .scopes_supported(["mcp", "offline_access"])
@@ -253,24 +253,24 @@ mod tests {
     fn challenges_follow_rfc_6750_and_9728() {
         let meta = "resource_metadata=\"https://mcp.example.com/.well-known/oauth-protected-resource/mcp\"";
         assert_eq!(
-            challenge(&AuthError::missing()),
+            challenge(&TokenRejection::missing()),
             (StatusCode::UNAUTHORIZED, format!("Bearer scope=\"mcp\", {meta}"))
         );
         assert_eq!(
-            challenge(&AuthError::invalid_token("bad \"one\"")),
+            challenge(&TokenRejection::invalid_token("bad \"one\"")),
             (
                 StatusCode::UNAUTHORIZED,
                 format!("Bearer error=\"invalid_token\", error_description=\"bad one\", scope=\"mcp\", {meta}")
             )
         );
-        let (status, c) = challenge(&AuthError::insufficient_scope(["a", "offline_access"]));
+        let (status, c) = challenge(&TokenRejection::insufficient_scope(["a", "offline_access"]));
         assert_eq!(status, StatusCode::FORBIDDEN);
         assert!(
             c.starts_with("Bearer error=\"insufficient_scope\"") && c.contains("scope=\"a\", ") && c.ends_with(&meta),
             "{c}"
         );
-        assert_eq!(challenge(&AuthError::malformed("x")).0, StatusCode::BAD_REQUEST);
-        assert_eq!(challenge(&AuthError::unavailable("x")), (StatusCode::SERVICE_UNAVAILABLE, String::new()));
+        assert_eq!(challenge(&TokenRejection::malformed("x")).0, StatusCode::BAD_REQUEST);
+        assert_eq!(challenge(&TokenRejection::unavailable("x")), (StatusCode::SERVICE_UNAVAILABLE, String::new()));
     }
 
     #[test]

@@ -96,7 +96,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::HeaderMap;
 
-pub use error::{AuthError, AuthErrorKind, ConfigError};
+pub use error::{ConfigError, RejectionKind, TokenRejection};
 pub use info::{AuthInfo, Claims};
 pub use introspection::{IntrospectionValidator, IntrospectionValidatorBuilder};
 pub use jwt::{JwtValidator, JwtValidatorBuilder};
@@ -197,12 +197,12 @@ impl ResourceServer {
     ///
     /// # Cancel safety
     /// Cancel safe if the validator is.
-    pub async fn authorize(&self, headers: &HeaderMap) -> Result<AuthInfo, AuthError> {
+    pub async fn authorize(&self, headers: &HeaderMap) -> Result<AuthInfo, TokenRejection> {
         let token = layer::bearer_token(headers)?;
         let info = self.inner.validator.validate(token).await?;
         let info = self.with_implied_scopes(info);
         if !info.audience().iter().any(|a| self.inner.audiences.contains(&canonical(a))) {
-            return Err(AuthError::invalid_token(format!(
+            return Err(TokenRejection::invalid_token(format!(
                 "the token is for another resource (aud {:?}), not {}",
                 info.audience(),
                 self.inner.resource
@@ -210,13 +210,13 @@ impl ResourceServer {
         }
         let missing = info.missing_scopes(self.inner.required.iter().map(String::as_str));
         if !missing.is_empty() {
-            return Err(AuthError::insufficient_scope(self.scopes_to_ask(&info, &missing)));
+            return Err(TokenRejection::insufficient_scope(self.scopes_to_ask(&info, &missing)));
         }
         Ok(info)
     }
 
     /// The HTTP answer refusing a request: 401, 403, 400 or 503 with `WWW-Authenticate`.
-    pub fn refusal(&self, error: &AuthError) -> http::Response<axum::body::Body> {
+    pub fn refusal(&self, error: &TokenRejection) -> http::Response<axum::body::Body> {
         layer::refusal(self, error)
     }
 

@@ -3,11 +3,11 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use super::error::AuthError;
+use super::error::TokenRejection;
 use super::info::AuthInfo;
 
 /// What [`TokenValidator::validate`] returns.
-pub type ValidateFuture<'a> = Pin<Box<dyn Future<Output = Result<AuthInfo, AuthError>> + Send + 'a>>;
+pub type ValidateFuture<'a> = Pin<Box<dyn Future<Output = Result<AuthInfo, TokenRejection>> + Send + 'a>>;
 
 /// Checks a bearer token and says who it belongs to.
 ///
@@ -16,13 +16,13 @@ pub type ValidateFuture<'a> = Pin<Box<dyn Future<Output = Result<AuthInfo, AuthE
 /// [`ResourceServer`](super::ResourceServer) then checks the audience and the scopes, so a
 /// validator must fill [`AuthInfo::with_audience`] and [`AuthInfo::with_scopes`].
 ///
-/// Errors: [`AuthError::invalid_token`] for a bad token (401), [`AuthError::unavailable`]
+/// Errors: [`TokenRejection::invalid_token`] for a bad token (401), [`TokenRejection::unavailable`]
 /// when it cannot be checked now (503).
 ///
 /// Built in: [`JwtValidator`](super::JwtValidator), [`IntrospectionValidator`](super::IntrospectionValidator).
 ///
 /// ```
-/// use portico::auth::server::{AuthError, AuthInfo, TokenValidator, ValidateFuture};
+/// use portico::auth::server::{TokenRejection, AuthInfo, TokenValidator, ValidateFuture};
 ///
 /// /// Accepts one static token (tests, local tools).
 /// struct Static;
@@ -31,7 +31,7 @@ pub type ValidateFuture<'a> = Pin<Box<dyn Future<Output = Result<AuthInfo, AuthE
 ///     fn validate<'a>(&'a self, token: &'a str) -> ValidateFuture<'a> {
 ///         Box::pin(async move {
 ///             if token != "let-me-in" {
-///                 return Err(AuthError::invalid_token("unknown token"));
+///                 return Err(TokenRejection::invalid_token("unknown token"));
 ///             }
 ///             Ok(AuthInfo::new()
 ///                 .with_subject("dev")

@@ -10,12 +10,8 @@ impl EraLayer {
         let Call { req, era, peer, .. } = call;
         let p: CompleteRequestParams = parse(req.params.as_deref())?;
         self.check_completion_ref(&p.r#ref)?;
-        let handler = self
-            .server
-            .registry()
-            .completion
-            .clone()
-            .ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
+        let handler =
+            self.server.registry().completion.clone().ok_or_else(|| ErrorObject::method_not_found(&req.method))?;
         let cx = self.context(&req, &era, peer, None, req.cancel.clone());
         let version = era.version;
         let fut = handler(p, cx);

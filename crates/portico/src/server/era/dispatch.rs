@@ -69,9 +69,7 @@ fn method(name: &str) -> Option<Method> {
         methods::RESOURCES_LIST => row(Both, Resources, EraLayer::list_resources),
         methods::RESOURCES_TEMPLATES_LIST => row(Both, Resources, EraLayer::list_resource_templates),
         methods::RESOURCES_READ => row(Both, Resources, |l, c| Ok(Step::Wait(Box::pin(l.read_resource(c))))),
-        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-            row(Handshake, Resources, EraLayer::subscribe)
-        }
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => row(Handshake, Resources, EraLayer::subscribe),
         methods::PROMPTS_LIST => row(Both, Prompts, EraLayer::list_prompts),
         methods::PROMPTS_GET => row(Both, Prompts, |l, c| Ok(Step::Wait(Box::pin(l.get_prompt(c))))),
         methods::COMPLETION_COMPLETE => row(Both, Completions, EraLayer::complete),

@@ -4,7 +4,9 @@
 //! changes them.
 
 use bytes::Bytes;
-use portico_schema::{CallToolResult, ErrorObject, META_SERVER_INFO, Meta, ProtocolVersion, ResultEnvelope, ResultType};
+use portico_schema::{
+    CallToolResult, ErrorObject, META_SERVER_INFO, Meta, ProtocolVersion, ResultEnvelope, ResultType,
+};
 use serde::Serialize;
 
 use super::{Era, EraLayer};

@@ -28,15 +28,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
-use portico_schema::{ClientCapabilities, ErrorObject, Implementation, PaginatedRequestParams, ProtocolVersion, methods};
+use portico_schema::{
+    ClientCapabilities, ErrorObject, Implementation, PaginatedRequestParams, ProtocolVersion, methods,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tracing::debug;
 
+use super::Server;
 use super::context::{Inner as CtxInner, LEVEL_UNSET, LogGate, RequestContext};
 use super::input::{self, InputState, RawResponses};
 use super::registry::{Entry, InvalidCursor, Registry, page};
-use super::Server;
 use crate::rpc::{Cancel, Endpoint, IncomingRequest, Peer, Reply};
 use dispatch::Step;
 pub(crate) use resolve::Era;

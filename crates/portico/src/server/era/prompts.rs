@@ -6,11 +6,11 @@ use portico_schema::{ErrorObject, GetPromptResult, ListPromptsResult};
 use super::dispatch::{Call, Step};
 use super::tools::NamedCall;
 use super::{EraLayer, parse};
-use crate::server::registry::Entry;
 use crate::rpc::Reply;
 use crate::server::HandlerError;
 use crate::server::downgrade;
 use crate::server::input;
+use crate::server::registry::Entry;
 
 impl EraLayer {
     pub(super) fn list_prompts(&self, call: Call) -> Result<Step<'_>, ErrorObject> {

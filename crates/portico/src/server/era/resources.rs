@@ -3,20 +3,20 @@
 //! `resources/subscribe` and `resources/unsubscribe`.
 
 use futures_util::FutureExt;
-use serde::Deserialize;
 use portico_schema::{
     EmptyResult, ErrorObject, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
     SubscribeRequestParams, methods,
 };
+use serde::Deserialize;
 
 use super::dispatch::{Call, Step};
 use super::encode::encode;
 use super::{EraLayer, parse};
-use crate::server::input::RawResponses;
 use crate::rpc::Reply;
 use crate::server::HandlerError;
 use crate::server::downgrade;
 use crate::server::input;
+use crate::server::input::RawResponses;
 use crate::server::registry::ReadOutput;
 use crate::sync::lock;
 

@@ -4,19 +4,21 @@
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
-use portico_schema::{CallToolResult, ErrorObject, ListToolsResult, PaginatedRequestParams, ResultEnvelope, ResultType};
+use portico_schema::{
+    CallToolResult, ErrorObject, ListToolsResult, PaginatedRequestParams, ResultEnvelope, ResultType,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Call, Step};
 use super::{EraLayer, parse};
-use crate::server::registry::Entry;
 use crate::peek::ParamsPeek;
 use crate::rpc::{Cancel, Reply};
-use crate::server::input::{self, RawResponses};
-use crate::server::tasks::{self, TaskSupport};
 use crate::server::downgrade;
+use crate::server::input::{self, RawResponses};
+use crate::server::registry::Entry;
+use crate::server::tasks::{self, TaskSupport};
 
 /// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
 /// handler's typed decoding reads them directly.

@@ -373,7 +373,8 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
             }
             Ok(Incoming::Request { id, method, params }) => {
                 let buffer = 1;
-                let req = link::Request { id, method: &method, params, extensions: ext.clone(), close_stream: None, buffer };
+                let req =
+                    link::Request { id, method: &method, params, extensions: ext.clone(), close_stream: None, buffer };
                 requests.push(s.link.run_batched(req));
             }
         }
@@ -386,4 +387,3 @@ async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, 
     let body = link::encode_batch(&replies);
     (StatusCode::OK, [(CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
-

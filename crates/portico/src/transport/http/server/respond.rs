@@ -387,7 +387,6 @@ fn is_result(body: &[u8]) -> bool {
     id_len > 0 && rest.get(id_len..).is_some_and(|r| r.starts_with(br#","result":"#))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
