@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_conformance-server");
-const MODERN: &str = "2026-07-28";
+const STATELESS: &str = "2026-07-28";
 
 /// A server process and its pipes, read line by line.
 struct Raw {
@@ -281,24 +281,24 @@ async fn era_entry_rules() {
     let r = s.next_response().await;
     assert_eq!((r["id"].clone(), code(&r)), (json!(2), -32022), "{r}");
     let supported = r["error"]["data"]["supported"].as_array().unwrap_or_else(|| panic!("data.supported: {r}"));
-    assert!(supported.contains(&json!(MODERN)) && supported.contains(&json!("2025-11-25")), "{r}");
+    assert!(supported.contains(&json!(STATELESS)) && supported.contains(&json!("2025-11-25")), "{r}");
 
     // 2026-07-28 without client capabilities.
-    s.send_json(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta(MODERN, None)}}))
+    s.send_json(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta(STATELESS, None)}}))
         .await;
     let r = s.next_response().await;
     assert_eq!((r["id"].clone(), code(&r)), (json!(3), -32602), "{r}");
 
     // A tool that needs sampling, for a client that declared nothing.
     s.send_json(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
-        "name": "test_sampling", "arguments": {"prompt": "hi"}, "_meta": meta(MODERN, Some(json!({})))}}))
+        "name": "test_sampling", "arguments": {"prompt": "hi"}, "_meta": meta(STATELESS, Some(json!({})))}}))
         .await;
     let r = s.next_response().await;
     assert_eq!((r["id"].clone(), code(&r)), (json!(4), -32021), "{r}");
 
     // And a well-formed 2026-07-28 call works, with no initialize ever sent.
     s.send_json(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-        "name": "test_simple_text", "_meta": meta(MODERN, Some(json!({})))}}))
+        "name": "test_simple_text", "_meta": meta(STATELESS, Some(json!({})))}}))
         .await;
     let r = s.next_response().await;
     assert_eq!(r["id"], 5, "{r}");

@@ -1,7 +1,7 @@
 //! Values built with the Rust constructors serialize to JSON that the normative JSON Schema of
 //! each revision accepts, under the definition of the same name.
 //!
-//! Handshake-era values are validated against 2025-11-25 and modern values (with `resultType`,
+//! Handshake-era values are validated against 2025-11-25 and stateless-era values (with `resultType`,
 //! cache hints and the required request `_meta`) against 2026-07-28; a type that exists in both
 //! is validated against both.
 
@@ -83,17 +83,17 @@ fn assert_valid(name: &str, value: &impl Serialize) {
 }
 
 /// Validates a result as a handshake-era server sends it (2025-11-25) and, stamped by
-/// [`modern`], as a 2026-07-28 server sends it (in both revisions: the older schema tolerates the
+/// [`stateless`], as a 2026-07-28 server sends it (in both revisions: the older schema tolerates the
 /// added members).
 #[track_caller]
 fn assert_result<T: ResultEnvelope + Serialize + Clone>(name: &str, result: &T) {
     assert_valid_in(&[V2025], name, result);
-    assert_valid(name, &modern(result.clone()));
+    assert_valid(name, &stateless(result.clone()));
 }
 
 /// Stamps what a 2026-07-28 server adds to a result: `resultType` and, for cacheable results,
 /// `ttlMs` and `cacheScope`.
-fn modern<T: ResultEnvelope>(mut result: T) -> T {
+fn stateless<T: ResultEnvelope>(mut result: T) -> T {
     *result.result_type_mut() = Some(ResultType::Complete);
     if let Some((ttl, scope)) = result.cache_mut() {
         *ttl = Some(60_000);
@@ -214,7 +214,7 @@ fn tools() {
 
     let structured = CallToolResult::structured(json!({"temperature": 22.5, "conditions": "sunny"}));
     assert_result("CallToolResult", &structured);
-    assert_valid_in(&[V2026], "CallToolResult", &modern(CallToolResult::structured(json!([1, 2]))));
+    assert_valid_in(&[V2026], "CallToolResult", &stateless(CallToolResult::structured(json!([1, 2]))));
     assert_result("CallToolResult", &CallToolResult::error("boom"));
     assert_result("CallToolResult", &CallToolResult::new(all_content_blocks()));
 }
@@ -302,7 +302,7 @@ fn resources() {
         ResourceContents::blob("file:///a.bin", "AAEC"),
     ]);
     assert_result("ReadResourceResult", &read);
-    assert_valid("ReadResourceResult", &modern(read).with_cache(0, CacheScope::Public));
+    assert_valid("ReadResourceResult", &stateless(read).with_cache(0, CacheScope::Public));
     assert_valid(
         "ReadResourceRequestParams",
         &ReadResourceRequestParams::new("file:///a.txt").with_meta(request_meta()),
@@ -333,7 +333,7 @@ fn lifecycle_and_discovery() {
     assert_valid("ServerCapabilities", &server_caps);
     assert_valid("Implementation", &server_info);
 
-    let mut discover = modern(
+    let mut discover = stateless(
         DiscoverResult::new([ProtocolVersion::V2026_07_28, ProtocolVersion::V2025_11_25], server_caps)
             .with_instructions("Use get_weather"),
     );
@@ -561,7 +561,7 @@ fn roots_completion_subscriptions_notifications() {
     assert_valid_in(
         &[V2026],
         "SubscriptionsListenResult",
-        &modern(SubscriptionsListenResult::new(RequestId::from("listen-1"))),
+        &stateless(SubscriptionsListenResult::new(RequestId::from("listen-1"))),
     );
 
     assert_valid(

@@ -4,7 +4,7 @@
 //!
 //! Both the era layer (`server::era::resolve`) and the Streamable HTTP endpoint read the params
 //! through these two types, so a request's `_meta` is decoded once whichever reads it first. See
-//! `design/design.md`, "One pass over the params".
+//! `design/design.md`, "Reading the params once".
 
 // Only the server reads requests' params this way.
 #![cfg_attr(not(feature = "server"), allow(dead_code))]

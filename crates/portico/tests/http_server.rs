@@ -45,7 +45,7 @@ async fn start(configure: impl FnOnce(StreamableHttp) -> StreamableHttp) -> Srv 
     Srv { url, endpoint, server, stop: Some(stop), http: reqwest::Client::new() }
 }
 
-fn modern_meta(caps: Value) -> Value {
+fn stateless_meta(caps: Value) -> Value {
     json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": caps})
 }
 
@@ -82,8 +82,8 @@ impl Srv {
     }
 
     /// A stateless request with correct mirrored headers.
-    async fn modern(&self, method: &str, mut params: Value, name: Option<&str>, caps: Value) -> reqwest::Response {
-        params["_meta"] = modern_meta(caps);
+    async fn stateless(&self, method: &str, mut params: Value, name: Option<&str>, caps: Value) -> reqwest::Response {
+        params["_meta"] = stateless_meta(caps);
         let mut h = vec![("mcp-protocol-version", "2026-07-28"), ("mcp-method", method)];
         if let Some(n) = name {
             h.push(("mcp-name", n));
@@ -239,7 +239,8 @@ async fn long_results_arrive_whole_with_their_length() {
     assert_eq!(v["id"], 7);
     assert_eq!(v["result"]["content"][0]["text"].as_str(), Some(text.as_str()));
 
-    let r = srv.modern("tools/call", json!({"name":"echo","arguments":{"text":text}}), Some("echo"), json!({})).await;
+    let r =
+        srv.stateless("tools/call", json!({"name":"echo","arguments":{"text":text}}), Some("echo"), json!({})).await;
     assert_eq!(r.status(), 200);
     let v: Value = r.json().await.expect("one JSON message");
     assert_eq!(v["id"], "m");
@@ -250,7 +251,7 @@ async fn long_results_arrive_whole_with_their_length() {
 #[tokio::test]
 async fn stateless_requests_over_http() {
     let srv = start(|h| h).await;
-    let r = srv.modern("tools/call", json!({"name":"echo","arguments":{"text":"x"}}), Some("echo"), json!({})).await;
+    let r = srv.stateless("tools/call", json!({"name":"echo","arguments":{"text":"x"}}), Some("echo"), json!({})).await;
     assert_eq!(r.status(), 200);
     assert!(r.headers().get("mcp-session-id").is_none(), "no sessions in 2026-07-28");
     let v: Value = r.json().await.expect("json");
@@ -260,7 +261,7 @@ async fn stateless_requests_over_http() {
     let code = |v: Value| v["error"]["code"].as_i64().unwrap_or(0);
     // Mirrored headers must match the body.
     let mut p = json!({"name":"echo","arguments":{"text":"x"}});
-    p["_meta"] = modern_meta(json!({}));
+    p["_meta"] = stateless_meta(json!({}));
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":p});
     for headers in [
         vec![("mcp-method", "tools/call"), ("mcp-name", "echo")],
@@ -274,7 +275,7 @@ async fn stateless_requests_over_http() {
         assert_eq!(code(r.json().await.expect("json")), -32020, "{headers:?}");
     }
     // Version, _meta and capability errors are 400; unknown methods 404.
-    let mut m = modern_meta(json!({}));
+    let mut m = stateless_meta(json!({}));
     m["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
     let r = srv
         .post(
@@ -287,10 +288,10 @@ async fn stateless_requests_over_http() {
     let r = srv.post(json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}), &[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]).await;
     assert_eq!(r.status(), 400);
     assert_eq!(code(r.json().await.expect("json")), -32602);
-    let r = srv.modern("tools/call", json!({"name":"ask","arguments":{}}), Some("ask"), json!({})).await;
+    let r = srv.stateless("tools/call", json!({"name":"ask","arguments":{}}), Some("ask"), json!({})).await;
     assert_eq!(r.status(), 400);
     assert_eq!(code(r.json().await.expect("json")), -32021);
-    let r = srv.modern("nope/nope", json!({}), None, json!({})).await;
+    let r = srv.stateless("nope/nope", json!({}), None, json!({})).await;
     assert_eq!(r.status(), 404);
     assert_eq!(code(r.json().await.expect("json")), -32601);
     // Stateless GET and a request with neither session nor _meta.
@@ -305,8 +306,8 @@ async fn initialize_with_the_stateless_meta_is_404_and_makes_no_session() {
     let srv = start(|h| h).await;
     let mut params =
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    params["_meta"] = modern_meta(json!({}));
-    let r = srv.modern("initialize", params, None, json!({})).await;
+    params["_meta"] = stateless_meta(json!({}));
+    let r = srv.stateless("initialize", params, None, json!({})).await;
     assert_eq!(r.status(), 404, "2026-07-28 has no initialize");
     assert!(r.headers().get("mcp-session-id").is_none(), "no session was made");
     let v: Value = r.json().await.expect("json");
@@ -323,7 +324,7 @@ async fn task_methods_mirror_the_task_id_in_mcp_name() {
     let code = |v: Value| v["error"]["code"].as_i64().unwrap_or(0);
     let ext = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
     // Without a task-capable tool the task methods do not exist.
-    let r = srv.modern("tasks/get", json!({"taskId": "t"}), Some("t"), ext.clone()).await;
+    let r = srv.stateless("tasks/get", json!({"taskId": "t"}), Some("t"), ext.clone()).await;
     assert_eq!(r.status(), 404);
 
     srv.server.add_task_tool(
@@ -335,24 +336,24 @@ async fn task_methods_mirror_the_task_id_in_mcp_name() {
             "done"
         },
     );
-    let r = srv.modern("tools/call", json!({"name": "job", "arguments": {}}), Some("job"), ext.clone()).await;
+    let r = srv.stateless("tools/call", json!({"name": "job", "arguments": {}}), Some("job"), ext.clone()).await;
     let v: Value = r.json().await.expect("json");
     assert_eq!(v["result"]["resultType"], "task", "{v}");
     let id = v["result"]["taskId"].as_str().expect("task id").to_owned();
 
-    let r = srv.modern("tasks/get", json!({"taskId": id}), Some(&id), ext.clone()).await;
+    let r = srv.stateless("tasks/get", json!({"taskId": id}), Some(&id), ext.clone()).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.json::<Value>().await.expect("json")["result"]["status"], "working");
     for name in [Some("another-task"), None] {
-        let r = srv.modern("tasks/get", json!({"taskId": id}), name, ext.clone()).await;
+        let r = srv.stateless("tasks/get", json!({"taskId": id}), name, ext.clone()).await;
         assert_eq!(r.status(), 400, "{name:?}");
         assert_eq!(code(r.json().await.expect("json")), -32020, "{name:?}");
     }
     // Without the extension: 400 and -32021.
-    let r = srv.modern("tasks/cancel", json!({"taskId": id}), Some(&id), json!({})).await;
+    let r = srv.stateless("tasks/cancel", json!({"taskId": id}), Some(&id), json!({})).await;
     assert_eq!(r.status(), 400);
     assert_eq!(code(r.json().await.expect("json")), -32021);
-    let r = srv.modern("tasks/cancel", json!({"taskId": id}), Some(&id), ext).await;
+    let r = srv.stateless("tasks/cancel", json!({"taskId": id}), Some(&id), ext).await;
     assert_eq!(r.json::<Value>().await.expect("json")["result"]["resultType"], "complete");
 }
 
@@ -365,7 +366,7 @@ async fn closing_a_stateless_stream_cancels_the_request() {
     let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
     tokio::spawn(endpoint.serve_with_shutdown(listener, std::future::pending()));
     let mut p = json!({"name":"sleep","arguments":{"ms":60000}});
-    p["_meta"] = modern_meta(json!({}));
+    p["_meta"] = stateless_meta(json!({}));
     let req = reqwest::Client::new()
         .post(&url)
         .header("accept", "application/json, text/event-stream")

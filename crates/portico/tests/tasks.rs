@@ -63,7 +63,7 @@ impl Raw {
     }
 
     /// A stateless request, declaring `caps`.
-    async fn modern(&mut self, method: &str, mut params: Value, caps: Value) -> Value {
+    async fn stateless(&mut self, method: &str, mut params: Value, caps: Value) -> Value {
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": caps,
@@ -73,7 +73,7 @@ impl Raw {
 
     /// A stateless request from a client that declares the extension and elicitation.
     async fn ext(&mut self, method: &str, params: Value) -> Value {
-        self.modern(method, params, json!({"elicitation": {}, "extensions": {EXT: {}}})).await
+        self.stateless(method, params, json!({"elicitation": {}, "extensions": {EXT: {}}})).await
     }
 
     async fn task(&mut self, id: &str) -> Value {
@@ -187,27 +187,27 @@ fn server(probes: Arc<Probes>, ttl: Duration) -> Server {
 async fn negotiation_and_gating() {
     let probes = Arc::new(Probes::default());
     let mut raw = Raw::new(server(probes.clone(), Duration::from_secs(60)));
-    let d = raw.modern("server/discover", json!({}), json!({})).await;
+    let d = raw.stateless("server/discover", json!({}), json!({})).await;
     assert!(d["result"]["capabilities"]["extensions"][EXT].is_object(), "{d}");
     assert!(d["result"]["capabilities"].get("tasks").is_none(), "no 2025-11-25 tasks capability");
 
     // A Required tool refuses a client without the extension before its handler runs.
-    let r = raw.modern("tools/call", json!({"name": "needs_task"}), json!({})).await;
+    let r = raw.stateless("tools/call", json!({"name": "needs_task"}), json!({})).await;
     assert_eq!(code(&r), -32021);
     assert!(r["error"]["data"]["requiredCapabilities"]["extensions"][EXT].is_object(), "{r}");
     assert_eq!(probes.started.load(Ordering::SeqCst), 0);
     // An Optional tool just runs to its result; so does any tool for a client with the
     // extension when its handler does not ask for a task.
-    let r = raw.modern("tools/call", json!({"name": "work", "arguments": {}}), json!({})).await;
+    let r = raw.stateless("tools/call", json!({"name": "work", "arguments": {}}), json!({})).await;
     assert_eq!(r["result"]["resultType"], "complete", "{r}");
     assert!(r["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("task: false")));
     let r = raw.ext("tools/call", json!({"name": "sync", "arguments": {}, "task": {"ttl": 1000}})).await;
     assert_eq!(r["result"]["resultType"], "complete", "a legacy task hint changes nothing: {r}");
 
     // The task methods need the extension; tasks/result and tasks/list do not exist.
-    assert_eq!(code(&raw.modern("tasks/get", json!({"taskId": "x"}), json!({})).await), -32021);
+    assert_eq!(code(&raw.stateless("tasks/get", json!({"taskId": "x"}), json!({})).await), -32021);
     assert_eq!(
-        code(&raw.modern("tasks/update", json!({"taskId": "x", "inputResponses": {}}), json!({})).await),
+        code(&raw.stateless("tasks/update", json!({"taskId": "x", "inputResponses": {}}), json!({})).await),
         -32021
     );
     assert_eq!(code(&raw.ext("tasks/get", json!({"taskId": "x"})).await), -32602, "unknown task");
@@ -363,7 +363,7 @@ async fn task_status_reaches_listeners_that_declared_the_extension() {
     let id = r["result"]["taskId"].as_str().expect("id").to_owned();
 
     let filter = json!({"taskIds": [id.clone(), "no-such-task"], "somethingNew": true, "toolsListChanged": true});
-    let r = raw.modern("subscriptions/listen", json!({"notifications": filter.clone()}), json!({})).await;
+    let r = raw.stateless("subscriptions/listen", json!({"notifications": filter.clone()}), json!({})).await;
     assert_eq!(code(&r), -32021, "task notifications need the extension: {r}");
     assert!(r["error"]["data"]["requiredCapabilities"]["extensions"][EXT].is_object());
 

@@ -220,7 +220,7 @@ impl Inner {
         let Some(pe) = err.peer_error().filter(|pe| pe.code == ErrorCode::UNSUPPORTED_PROTOCOL_VERSION) else {
             return Err(Refused::Fatal(err));
         };
-        // A modern server that wants another revision: never fall back blindly.
+        // A stateless-era server that wants another revision: never fall back blindly.
         let supported: Vec<String> = pe
             .data
             .as_ref()

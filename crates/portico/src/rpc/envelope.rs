@@ -269,7 +269,8 @@ pub(crate) fn decode_one(text: &str) -> Result<Incoming<'_>, Invalid> {
 
 fn push_id(out: &mut Vec<u8>, id: &RequestId) {
     match id {
-        // itoa, not `write!`: the formatting machinery costs ~250 instructions per message.
+        // itoa, not `write!`: every response writes an id, and the formatting machinery is not
+        // free on that path (design/design.md, "Concurrency and backpressure").
         RequestId::Number(n) => out.extend_from_slice(itoa::Buffer::new().format(*n).as_bytes()),
         RequestId::String(s) => {
             // Strings need escaping; serde_json writes them correctly.

@@ -4,9 +4,9 @@ use std::fmt;
 
 /// Why the server refused a request's token. Opaque: ask [`kind`](Self::kind).
 ///
-/// The server side's error; the client side's is `auth::AuthError` (feature `auth-client`: the client could
-/// not get or keep a token). Both say whose fault it was: here, the client's (a missing,
-/// malformed, invalid or under-scoped token) or the authorization server's
+/// The server side's error; the client side's is `auth::AuthError` (feature `auth-client`:
+/// the client could not get or keep a token). Both say whose fault it was: here, the client's
+/// (a missing, malformed, invalid or under-scoped token) or the authorization server's
 /// ([`RejectionKind::Unavailable`]).
 ///
 /// The message is for logs (it never contains the token); the HTTP answer only says

@@ -106,7 +106,7 @@ impl EraLayer {
         };
         // The answers that need no waiting are made in the method table; only the methods
         // that wait are futures, each boxed at its own size, so that this future (boxed by the
-        // engine for every request) stays small. See design.md, "The era layer's futures".
+        // engine for every request) stays small. See design/design.md, "Small futures".
         match self.dispatch(dispatch::Call { req, era, peer, parsed })? {
             Step::Now(bytes) => Ok(bytes),
             Step::Wait(fut) => fut.await,
