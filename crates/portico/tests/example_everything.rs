@@ -61,7 +61,7 @@ async fn eventually(mut f: impl FnMut() -> bool) -> bool {
     false
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn every_feature_in_both_eras() {
     for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
         let server = everything::server();

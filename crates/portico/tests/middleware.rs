@@ -105,7 +105,7 @@ fn recording(
     })
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn server_layers_see_every_request_and_feed_handlers() {
     for mode in MODES {
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -129,7 +129,7 @@ async fn server_layers_see_every_request_and_feed_handlers() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_layer_can_refuse_a_request_with_its_own_error() {
     for mode in MODES {
         let gauges = [Arc::default(), Arc::default()];
@@ -156,7 +156,7 @@ async fn a_layer_can_refuse_a_request_with_its_own_error() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_timeout_layer_answers_an_internal_error_and_the_connection_goes_on() {
     let gauges = [Arc::default(), Arc::default()];
     let server = builder(&gauges).layer(tower::timeout::TimeoutLayer::new(Duration::from_millis(100))).build();
@@ -171,7 +171,16 @@ async fn a_timeout_layer_answers_an_internal_error_and_the_connection_goes_on() 
     assert_eq!(text(&c.call_tool("free", json!({"ms": 1})).await.expect("after")), "slept");
 }
 
-#[tokio::test]
+/// A tool layer keyed by a misspelled name would leave the tool without its layer: the build
+/// fails instead, naming the name.
+#[test]
+#[should_panic(expected = "tool_layer names no tool of this server: slwo")]
+fn a_tool_layer_for_an_unknown_tool_fails_the_build() {
+    let gauges: [Arc<Gauge>; 2] = [Arc::default(), Arc::default()];
+    let _ = builder(&gauges).tool_layer("slwo", tower::limit::ConcurrencyLimitLayer::new(1)).build();
+}
+
+#[tokio::test(start_paused = true)]
 async fn per_tool_layers_apply_to_their_tool_only() {
     for mode in MODES {
         let gauges: [Arc<Gauge>; 2] = [Arc::default(), Arc::default()];
@@ -186,7 +195,7 @@ async fn per_tool_layers_apply_to_their_tool_only() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn client_layers_wrap_every_request_and_see_server_errors_as_answers() {
     for mode in MODES {
         let gauges = [Arc::default(), Arc::default()];
@@ -228,7 +237,7 @@ async fn client_layers_wrap_every_request_and_see_server_errors_as_answers() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_client_timeout_layer_fails_the_call() {
     let gauges = [Arc::default(), Arc::default()];
     let server = builder(&gauges).build();
@@ -282,7 +291,7 @@ where
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn hand_written_services_compose() {
     let n = Arc::new(AtomicUsize::new(0));
     let n2 = n.clone();
@@ -334,7 +343,7 @@ impl std::io::Write for Captured {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_request_log_layer_logs_outcomes_without_arguments() {
     let out = Captured::default();
     let writer = out.clone();
@@ -358,7 +367,7 @@ async fn the_request_log_layer_logs_outcomes_without_arguments() {
     assert!(!log.contains("hunter2"), "arguments are never logged");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn shared_limits_compose_through_a_buffer() {
     // `RateLimit` keeps its state per instance: behind a `Buffer`, every request shares one.
     let gauges = [Arc::default(), Arc::default()];

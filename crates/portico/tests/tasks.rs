@@ -183,7 +183,7 @@ fn server(probes: Arc<Probes>, ttl: Duration) -> Server {
         .build()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn negotiation_and_gating() {
     let probes = Arc::new(Probes::default());
     let mut raw = Raw::new(server(probes.clone(), Duration::from_secs(60)));
@@ -229,7 +229,7 @@ async fn negotiation_and_gating() {
     assert_eq!(code(&legacy.call("tasks/get", json!({"taskId": "x"})).await), -32601);
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_task_is_created_polled_and_completed() {
     let probes = Arc::new(Probes::default());
     let mut raw = Raw::new(server(probes.clone(), Duration::from_secs(60)));
@@ -268,7 +268,7 @@ async fn a_task_is_created_polled_and_completed() {
     assert!(t.get("result").is_none() && t["error"]["message"].is_string());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn cancellation_stops_the_work_and_is_idempotent() {
     let probes = Arc::new(Probes::default());
     let mut raw = Raw::new(server(probes.clone(), Duration::from_secs(60)));
@@ -292,7 +292,7 @@ async fn cancellation_stops_the_work_and_is_idempotent() {
     assert_eq!(raw.task(&id).await["status"], "cancelled");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_during_a_task_goes_through_tasks_update() {
     let mut raw = Raw::new(server(Arc::default(), Duration::from_secs(60)));
     let r = raw.ext("tools/call", json!({"name": "two_questions", "arguments": {}})).await;
@@ -322,7 +322,7 @@ async fn input_during_a_task_goes_through_tasks_update() {
     assert!(text.contains("Ada") && text.contains("true"), "{text}");
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn input_required_rounds_before_the_task() {
     let mut raw = Raw::new(server(Arc::default(), Duration::from_secs(60)));
     let r = raw.ext("tools/call", json!({"name": "ask_then_task", "arguments": {}})).await;
@@ -356,7 +356,7 @@ async fn tasks_expire_after_their_ttl() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn task_status_reaches_listeners_that_declared_the_extension() {
     let mut raw = Raw::new(server(Arc::default(), Duration::from_secs(60)));
     let r = raw.ext("tools/call", json!({"name": "work", "arguments": {"ms": 300}})).await;

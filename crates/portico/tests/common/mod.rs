@@ -245,25 +245,27 @@ pub fn all_caps() -> ClientCapabilities {
     ClientCapabilities::new().with_sampling(false).with_elicitation(true, false).with_roots(true)
 }
 
-/// Waits (in real time, bounded) until `f` holds.
+/// Waits until `f` holds: first a few turns of the scheduler (all that peers in the same
+/// runtime need), then as [`eventually_for`] for 2 s at most.
 pub async fn eventually(mut f: impl FnMut() -> bool) -> bool {
-    for _ in 0..200 {
+    for _ in 0..64 {
         if f() {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::task::yield_now().await;
     }
-    false
+    eventually_for(Duration::from_secs(2), f).await
 }
 
-/// Waits (in real time) up to `limit` until `f` holds.
+/// Waits up to `limit` until `f` holds, polling every 2 ms (on Tokio's clock: under paused
+/// time the polls take no real time).
 pub async fn eventually_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < end {
         if f() {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     f()
 }
