@@ -94,6 +94,18 @@ impl<'a> ParamsPeek<'a> {
         }
     }
 
+    /// A raw member that is a JSON string, as text (borrowed unless it has escapes); `None`
+    /// for anything else.
+    pub fn string(raw: &'a RawValue) -> Option<Cow<'a, str>> {
+        let json = raw.get();
+        match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+            // A captured value is valid JSON: a string without a backslash is its own text.
+            Some(text) if !text.contains('\\') => Some(Cow::Borrowed(text)),
+            Some(_) => serde_json::from_str::<String>(json).ok().map(Cow::Owned),
+            None => None,
+        }
+    }
+
     /// A raw member as an optional value of `T` (`null` reads as absent).
     pub fn decode<T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ErrorObject> {
         raw.map(|r| serde_json::from_str::<Option<T>>(r.get())).transpose().map(Option::flatten).map_err(invalid)
@@ -116,21 +128,21 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParamsPeek<'de>, A::Error> {
                 let mut p = ParamsPeek::default();
                 let mut meta_seen = false;
-                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                    let slot = match key.as_ref() {
-                        "_meta" if meta_seen => return Err(de::Error::duplicate_field("_meta")),
-                        "_meta" => {
+                while let Some(key) = map.next_key::<Member>()? {
+                    let slot = match key {
+                        Member::Meta if meta_seen => return Err(de::Error::duplicate_field("_meta")),
+                        Member::Meta => {
                             meta_seen = true;
                             p.meta = map.next_value::<Option<RequestMeta<'de>>>()?;
                             continue;
                         }
-                        "name" => &mut p.name,
-                        "uri" => &mut p.uri,
-                        "taskId" => &mut p.task_id,
-                        "arguments" => &mut p.arguments,
-                        "inputResponses" => &mut p.input_responses,
-                        "requestState" => &mut p.request_state,
-                        _ => {
+                        Member::Name => &mut p.name,
+                        Member::Uri => &mut p.uri,
+                        Member::TaskId => &mut p.task_id,
+                        Member::Arguments => &mut p.arguments,
+                        Member::InputResponses => &mut p.input_responses,
+                        Member::RequestState => &mut p.request_state,
+                        Member::Other => {
                             map.next_value::<IgnoredAny>()?;
                             continue;
                         }
@@ -149,6 +161,46 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
             }
         }
         d.deserialize_struct("ParamsPeek", &["_meta"], V)
+    }
+}
+
+/// A member name of the params, matched without allocating (escaped names are unescaped into
+/// a scratch buffer by the deserializer, as a derived field identifier's are).
+enum Member {
+    Meta,
+    Name,
+    Uri,
+    TaskId,
+    Arguments,
+    InputResponses,
+    RequestState,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            #[inline]
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "_meta" => Member::Meta,
+                    "name" => Member::Name,
+                    "uri" => Member::Uri,
+                    "taskId" => Member::TaskId,
+                    "arguments" => Member::Arguments,
+                    "inputResponses" => Member::InputResponses,
+                    "requestState" => Member::RequestState,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
     }
 }
 
@@ -195,6 +247,10 @@ mod tests {
         assert!(meta.is_stateless());
         assert_eq!(meta.decode_loose().expect("loose").0, Some(ProgressToken::Number(7)));
         assert_eq!(p.name.map(RawValue::get), Some(r#""b""#));
+        assert_eq!(p.name.and_then(ParamsPeek::string).as_deref(), Some("b"));
+        let escaped = RawValue::from_string(r#""a\"b""#.into()).expect("json");
+        assert_eq!(ParamsPeek::string(&escaped).as_deref(), Some("a\"b"));
+        assert_eq!(ParamsPeek::string(&RawValue::from_string("7".into()).expect("json")), None);
         assert!(p.repeated);
         let twice = RawValue::from_string(r#"{"_meta":{},"_meta":{}}"#.into()).expect("json");
         assert!(ParamsPeek::read(Some(&twice)).is_err());

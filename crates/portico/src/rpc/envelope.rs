@@ -46,7 +46,10 @@ struct Envelope<'a> {
     error: Option<&'a RawValue>,
 }
 
+// The envelope's decoding is one pass on every message: `#[inline]` keeps it one function
+// wherever the crate's codegen units put its parts.
 impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<'a>(std::marker::PhantomData<&'a ()>);
         impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
@@ -54,6 +57,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Envelope<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a JSON-RPC message object")
             }
+            #[inline]
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope<'a>, A::Error> {
                 let mut env = Envelope {
                     jsonrpc_ok: None,
@@ -106,6 +110,7 @@ enum Key {
 }
 
 impl<'de> Deserialize<'de> for Key {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl Visitor<'_> for V {
@@ -113,6 +118,7 @@ impl<'de> Deserialize<'de> for Key {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a member name")
             }
+            #[inline]
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
                 Ok(match v {
                     "jsonrpc" => Key::JsonRpc,
@@ -145,6 +151,7 @@ impl Scalar<'_> {
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
+    #[inline]
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<'a>(std::marker::PhantomData<&'a ()>);
         impl<'de: 'a, 'a> Visitor<'de> for V<'a> {

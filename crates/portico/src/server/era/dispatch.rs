@@ -1,6 +1,7 @@
-//! Step 2 of a request: the method table. Each method names the eras it exists in, what the
-//! server must offer for it to exist, and the function that runs it; anything else is
-//! "method not found".
+//! Step 2 of a request: the method table. Each method names the eras it exists in and what the
+//! server must offer for it to exist; anything else is "method not found". The functions that
+//! run the rows are direct calls (a `match`, not function pointers), so that a method answered
+//! at once is inlined as it would be in one function.
 
 use std::sync::atomic::Ordering;
 
@@ -46,52 +47,62 @@ enum Needs {
     Tasks,
 }
 
-type Run = for<'a> fn(&'a EraLayer, Call) -> Result<Step<'a>, ErrorObject>;
-
-/// One row of the table.
-struct Method {
-    eras: Eras,
-    needs: Needs,
-    run: Run,
+/// A row of the table: a method the era layer runs.
+#[derive(Clone, Copy)]
+enum Method {
+    Ping,
+    SetLevel,
+    Discover,
+    ListTools,
+    CallTool,
+    ListResources,
+    ListResourceTemplates,
+    ReadResource,
+    Subscribe,
+    ListPrompts,
+    GetPrompt,
+    Complete,
+    Listen,
+    Task,
 }
 
-/// The method table. `initialize` is not in it: it is answered before the era is resolved
-/// (see [`EraLayer::handle`]).
-fn method(name: &str) -> Option<Method> {
-    use {Eras::*, Needs::*};
-    let row = |eras, needs, run: Run| Some(Method { eras, needs, run });
-    match name {
-        methods::PING => row(Handshake, Nothing, EraLayer::ping),
-        methods::LOGGING_SET_LEVEL => row(Handshake, Nothing, EraLayer::set_level),
-        methods::SERVER_DISCOVER => row(Stateless, Nothing, EraLayer::discover),
-        methods::TOOLS_LIST => row(Both, Tools, EraLayer::list_tools),
-        methods::TOOLS_CALL => row(Both, Tools, |l, c| Ok(Step::Wait(Box::pin(l.call_tool(c))))),
-        methods::RESOURCES_LIST => row(Both, Resources, EraLayer::list_resources),
-        methods::RESOURCES_TEMPLATES_LIST => row(Both, Resources, EraLayer::list_resource_templates),
-        methods::RESOURCES_READ => row(Both, Resources, |l, c| Ok(Step::Wait(Box::pin(l.read_resource(c))))),
-        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => row(Handshake, Resources, EraLayer::subscribe),
-        methods::PROMPTS_LIST => row(Both, Prompts, EraLayer::list_prompts),
-        methods::PROMPTS_GET => row(Both, Prompts, |l, c| Ok(Step::Wait(Box::pin(l.get_prompt(c))))),
-        methods::COMPLETION_COMPLETE => row(Both, Completions, EraLayer::complete),
-        methods::SUBSCRIPTIONS_LISTEN => row(Stateless, Nothing, |l, c| Ok(Step::Wait(Box::pin(l.listen(c))))),
-        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
-            row(Stateless, Tasks, EraLayer::task_method)
-        }
-        _ => None,
-    }
+/// The method table: each method, the eras it exists in, and what the server must offer for
+/// it to exist. `initialize` is not in it: it is answered before the era is resolved (see
+/// [`EraLayer::handle`]). What runs each row is [`EraLayer::run`].
+#[inline]
+fn method(name: &str) -> Option<(Method, Eras, Needs)> {
+    use {Eras::*, Method::*, Needs::*};
+    Some(match name {
+        methods::PING => (Ping, Handshake, Nothing),
+        methods::LOGGING_SET_LEVEL => (SetLevel, Handshake, Nothing),
+        methods::SERVER_DISCOVER => (Discover, Stateless, Nothing),
+        methods::TOOLS_LIST => (ListTools, Both, Tools),
+        methods::TOOLS_CALL => (CallTool, Both, Tools),
+        methods::RESOURCES_LIST => (ListResources, Both, Resources),
+        methods::RESOURCES_TEMPLATES_LIST => (ListResourceTemplates, Both, Resources),
+        methods::RESOURCES_READ => (ReadResource, Both, Resources),
+        methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => (Subscribe, Handshake, Resources),
+        methods::PROMPTS_LIST => (ListPrompts, Both, Prompts),
+        methods::PROMPTS_GET => (GetPrompt, Both, Prompts),
+        methods::COMPLETION_COMPLETE => (Complete, Both, Completions),
+        methods::SUBSCRIPTIONS_LISTEN => (Listen, Stateless, Nothing),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => (Task, Stateless, Tasks),
+        _ => return None,
+    })
 }
 
 impl EraLayer {
     /// Runs `call`'s method, or refuses it as not found in its era or on this server.
+    #[inline]
     pub(super) fn dispatch(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
         let stateless = call.era.version.is_stateless();
-        let found = method(&call.req.method).filter(|m| match m.eras {
+        let found = method(&call.req.method).filter(|(_, eras, _)| match eras {
             Eras::Handshake => !stateless,
             Eras::Stateless => stateless,
             Eras::Both => true,
         });
         let offers = self.server.offers();
-        let offered = |m: &Method| match m.needs {
+        let offered = |(_, _, needs): &(Method, Eras, Needs)| match needs {
             Needs::Nothing => true,
             Needs::Tools => offers.tools.load(Ordering::Relaxed),
             Needs::Resources => offers.resources.load(Ordering::Relaxed),
@@ -100,8 +111,30 @@ impl EraLayer {
             Needs::Tasks => offers.tasks.load(Ordering::Relaxed),
         };
         match found.filter(offered) {
-            Some(m) => (m.run)(self, call),
+            Some((m, _, _)) => self.run(m, call),
             None => Err(ErrorObject::method_not_found(&call.req.method)),
+        }
+    }
+
+    /// Runs one row of the table: methods that need no waiting answer here, the others return
+    /// their future, boxed at its own size.
+    #[inline]
+    fn run(&self, method: Method, call: Call) -> Result<Step<'_>, ErrorObject> {
+        match method {
+            Method::Ping => self.ping(call),
+            Method::SetLevel => self.set_level(call),
+            Method::Discover => self.discover(call),
+            Method::ListTools => self.list_tools(call),
+            Method::CallTool => Ok(Step::Wait(Box::pin(self.call_tool(call)))),
+            Method::ListResources => self.list_resources(call),
+            Method::ListResourceTemplates => self.list_resource_templates(call),
+            Method::ReadResource => Ok(Step::Wait(Box::pin(self.read_resource(call)))),
+            Method::Subscribe => self.subscribe(call),
+            Method::ListPrompts => self.list_prompts(call),
+            Method::GetPrompt => Ok(Step::Wait(Box::pin(self.get_prompt(call)))),
+            Method::Complete => self.complete(call),
+            Method::Listen => Ok(Step::Wait(Box::pin(self.listen(call)))),
+            Method::Task => self.task_method(call),
         }
     }
 }

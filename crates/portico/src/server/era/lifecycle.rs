@@ -21,6 +21,7 @@ use portico_schema::ErrorObject;
 impl EraLayer {
     /// `initialize`: the answer, or `None` for a stateless-era request (which that revision
     /// lacks: it goes on to "method not found").
+    #[inline]
     pub(super) fn initialize(&self, stateless: bool, params: Option<&RawValue>, peer: &Peer) -> Option<Reply> {
         if stateless {
             // It creates no session, so it must not hold up what was pipelined behind it.

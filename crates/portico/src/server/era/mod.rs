@@ -87,9 +87,12 @@ impl EraLayer {
 
     /// Handles one request after the middleware: resolves its era, then runs its method.
     pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
-        let ahead = req.extensions.remove::<resolve::ResolvedEra>();
-        let mut peeked = resolve::peek(&req, ahead)?;
-        let stateless = peeked.is_stateless();
+        // The era a transport resolved ahead, or what the params say about it.
+        let (ahead, mut peeked) = match req.extensions.remove::<resolve::ResolvedEra>() {
+            Some(resolve::ResolvedEra(era)) => (Some(era), resolve::Peeked::default()),
+            None => (None, resolve::peek(&req)?),
+        };
+        let stateless = ahead.is_some() || peeked.is_stateless();
         if &*req.method == methods::INITIALIZE
             && let Some(answer) = self.initialize(stateless, req.params.as_deref(), &peer)
         {
@@ -101,8 +104,12 @@ impl EraLayer {
             let _ = rx.wait_for(|busy| !busy).await;
         }
         let parsed = peeked.call.take();
-        let Some(era) = self.era_of(&req.method, peeked)? else {
-            return encode::encode(&portico_schema::EmptyResult::new());
+        let era = match ahead {
+            Some(era) => era,
+            None => match self.era_of(&req.method, peeked)? {
+                Some(era) => era,
+                None => return encode::encode(&portico_schema::EmptyResult::new()),
+            },
         };
         // The answers that need no waiting are made in the method table; only the methods
         // that wait are futures, each boxed at its own size, so that this future (boxed by the

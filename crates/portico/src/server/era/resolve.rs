@@ -38,7 +38,7 @@ pub(crate) struct Era {
 /// Middleware that replaces the params makes the era layer drop it
 /// ([`ParamsReplaced`](crate::middleware::ParamsReplaced)).
 #[derive(Clone)]
-pub(crate) struct ResolvedEra(Era);
+pub(crate) struct ResolvedEra(pub(super) Era);
 
 /// A client's stateless `_meta` identity as last seen, raw and decoded: a client sends the same
 /// capabilities and info with every request, so they are decoded once.
@@ -53,9 +53,8 @@ struct SeenClient {
 }
 
 /// What a request's params say about its era, read before anything else runs.
+#[derive(Default)]
 pub(super) struct Peeked<'a> {
-    /// Resolved by the transport.
-    ahead: Option<Era>,
     meta: Option<RequestMeta<'a>>,
     progress_token: Option<ProgressToken>,
     log_level: Option<LoggingLevel>,
@@ -65,25 +64,25 @@ pub(super) struct Peeked<'a> {
 
 impl Peeked<'_> {
     /// A stateless-era request (by the dual-era rule).
+    #[inline]
     pub(super) fn is_stateless(&self) -> bool {
-        self.ahead.is_some() || self.meta.as_ref().is_some_and(RequestMeta::is_stateless)
+        self.meta.as_ref().is_some_and(RequestMeta::is_stateless)
     }
 }
 
-/// Reads the `_meta` of `req`'s params (and a `tools/call`'s other members in the same pass).
-/// `ahead`: the era the transport resolved, which skips the read.
-pub(super) fn peek(req: &IncomingRequest, ahead: Option<ResolvedEra>) -> Result<Peeked<'_>, ErrorObject> {
-    let mut peeked = Peeked { ahead: None, meta: None, progress_token: None, log_level: None, call: None };
-    let params = match (ahead, req.params.as_deref()) {
-        (Some(ResolvedEra(era)), _) => {
-            peeked.ahead = Some(era);
-            return Ok(peeked);
-        }
+/// Reads the `_meta` of `req`'s params (and a `tools/call`'s other members in the same pass),
+/// for a request whose era no transport resolved ahead.
+#[inline]
+pub(super) fn peek(req: &IncomingRequest) -> Result<Peeked<'_>, ErrorObject> {
+    let mut peeked = Peeked::default();
+    let params = req.params.as_deref();
+    if let Some(p) = params
+        && !may_hold_meta(p.get())
+    {
         // Without a `_meta` there is nothing to read here; a tool call's params are then read
         // by the tool call itself.
-        (None, Some(p)) if !may_hold_meta(p.get()) => return Ok(peeked),
-        (None, params) => params,
-    };
+        return Ok(peeked);
+    }
     let params = ParamsPeek::read(params)?;
     if let Some(meta) = &params.meta {
         (peeked.progress_token, peeked.log_level) = meta.decode_loose()?;
@@ -100,10 +99,8 @@ pub(super) fn peek(req: &IncomingRequest, ahead: Option<ResolvedEra>) -> Result<
 impl EraLayer {
     /// The era of a request that [`peek`] read; `None` for a `ping` before `initialize`, which
     /// is answered without one.
+    #[inline]
     pub(super) fn era_of(&self, method: &str, peeked: Peeked<'_>) -> Result<Option<Era>, ErrorObject> {
-        if let Some(era) = peeked.ahead {
-            return Ok(Some(era));
-        }
         let Peeked { meta, progress_token, log_level, .. } = peeked;
         if let Some(meta) = meta.filter(RequestMeta::is_stateless) {
             return self.stateless_era(&meta, progress_token, log_level).map(Some);

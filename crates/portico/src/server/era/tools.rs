@@ -52,7 +52,7 @@ impl ParsedCall {
         if p.repeated {
             return None;
         }
-        let name: Cow<'_, str> = serde_json::from_str(p.name?.get()).ok()?;
+        let name = ParamsPeek::string(p.name?)?;
         Some(ParsedCall {
             name: name.into(),
             arguments: p.arguments.filter(|a| a.get() != "null").map(ToOwned::to_owned),
