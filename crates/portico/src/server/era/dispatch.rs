@@ -117,7 +117,8 @@ impl EraLayer {
     }
 
     /// Runs one row of the table: methods that need no waiting answer here, the others return
-    /// their future, boxed at its own size.
+    /// their future, boxed at its own size (with the request's parts as its arguments, so that
+    /// its first poll does not move them again).
     #[inline]
     fn run(&self, method: Method, call: Call) -> Result<Step<'_>, ErrorObject> {
         match method {
@@ -125,15 +126,18 @@ impl EraLayer {
             Method::SetLevel => self.set_level(call),
             Method::Discover => self.discover(call),
             Method::ListTools => self.list_tools(call),
-            Method::CallTool => Ok(Step::Wait(Box::pin(self.call_tool(call)))),
+            Method::CallTool => {
+                let Call { req, era, peer, parsed } = call;
+                Ok(Step::Wait(Box::pin(self.call_tool(req, era, peer, parsed))))
+            }
             Method::ListResources => self.list_resources(call),
             Method::ListResourceTemplates => self.list_resource_templates(call),
-            Method::ReadResource => Ok(Step::Wait(Box::pin(self.read_resource(call)))),
+            Method::ReadResource => Ok(Step::Wait(Box::pin(self.read_resource(call.req, call.era, call.peer)))),
             Method::Subscribe => self.subscribe(call),
             Method::ListPrompts => self.list_prompts(call),
-            Method::GetPrompt => Ok(Step::Wait(Box::pin(self.get_prompt(call)))),
+            Method::GetPrompt => Ok(Step::Wait(Box::pin(self.get_prompt(call.req, call.era, call.peer)))),
             Method::Complete => self.complete(call),
-            Method::Listen => Ok(Step::Wait(Box::pin(self.listen(call)))),
+            Method::Listen => Ok(Step::Wait(Box::pin(self.listen(call.req, call.era, call.peer)))),
             Method::Task => self.task_method(call),
         }
     }

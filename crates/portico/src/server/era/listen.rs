@@ -9,17 +9,15 @@ use portico_schema::{ErrorObject, META_SUBSCRIPTION_ID, Meta, SubscriptionsListe
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::Call;
-use super::{EraLayer, parse};
-use crate::rpc::{Peer, Reply};
+use super::{Era, EraLayer, parse};
+use crate::rpc::{IncomingRequest, Peer, Reply};
 use crate::server::{Event, tasks};
 use crate::sync::lock;
 
 impl EraLayer {
     /// `subscriptions/listen`: acknowledge, then forward the requested notifications until the
     /// client cancels or the connection closes.
-    pub(super) async fn listen(&self, call: Call) -> Reply {
-        let Call { req, era, peer, .. } = call;
+    pub(super) async fn listen(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: SubscriptionsListenRequestParams = parse(req.params.as_deref())?;
         let caps = self.server.capabilities();
         let mut honored = p.notifications.clone();

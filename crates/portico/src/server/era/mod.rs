@@ -88,9 +88,10 @@ impl EraLayer {
     /// Handles one request after the middleware: resolves its era, then runs its method.
     pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
         // The era a transport resolved ahead, or what the params say about it.
-        let (ahead, mut peeked) = match req.extensions.remove::<resolve::ResolvedEra>() {
-            Some(resolve::ResolvedEra(era)) => (Some(era), resolve::Peeked::default()),
-            None => (None, resolve::peek(&req)?),
+        let ahead = req.extensions.remove::<resolve::ResolvedEra>();
+        let mut peeked = match ahead {
+            Some(_) => resolve::Peeked::default(),
+            None => resolve::peek(&req)?,
         };
         let stateless = ahead.is_some() || peeked.is_stateless();
         if &*req.method == methods::INITIALIZE
@@ -105,8 +106,8 @@ impl EraLayer {
         }
         let parsed = peeked.call.take();
         let era = match ahead {
-            Some(era) => era,
-            None => match self.era_of(&req.method, peeked)? {
+            Some(resolve::ResolvedEra(era)) => era,
+            None => match self.era_of(&req.method, &mut peeked)? {
                 Some(era) => era,
                 None => return encode::encode(&portico_schema::EmptyResult::new()),
             },

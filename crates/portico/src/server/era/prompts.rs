@@ -5,8 +5,8 @@ use portico_schema::{ErrorObject, GetPromptResult, ListPromptsResult};
 
 use super::dispatch::{Call, Step};
 use super::tools::NamedCall;
-use super::{EraLayer, parse};
-use crate::rpc::Reply;
+use super::{Era, EraLayer, parse};
+use crate::rpc::{IncomingRequest, Peer, Reply};
 use crate::server::HandlerError;
 use crate::server::downgrade;
 use crate::server::input;
@@ -20,8 +20,7 @@ impl EraLayer {
         self.finish_with(r, &call.era, Some(downgrade::list_prompts)).map(Step::Now)
     }
 
-    pub(super) async fn get_prompt(&self, call: Call) -> Reply {
-        let Call { req, era, peer, .. } = call;
+    pub(super) async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
         let Some(entry) = entry else {

@@ -100,10 +100,10 @@ impl EraLayer {
     /// The era of a request that [`peek`] read; `None` for a `ping` before `initialize`, which
     /// is answered without one.
     #[inline]
-    pub(super) fn era_of(&self, method: &str, peeked: Peeked<'_>) -> Result<Option<Era>, ErrorObject> {
-        let Peeked { meta, progress_token, log_level, .. } = peeked;
-        if let Some(meta) = meta.filter(RequestMeta::is_stateless) {
-            return self.stateless_era(&meta, progress_token, log_level).map(Some);
+    pub(super) fn era_of(&self, method: &str, peeked: &mut Peeked<'_>) -> Result<Option<Era>, ErrorObject> {
+        let progress_token = peeked.progress_token.take();
+        if let Some(meta) = peeked.meta.as_ref().filter(|m| m.is_stateless()) {
+            return self.stateless_era(meta, progress_token, peeked.log_level).map(Some);
         }
         match self.handshake.get() {
             Some(h) => Ok(Some(Era {

@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use super::dispatch::{Call, Step};
 use super::encode::encode;
-use super::{EraLayer, parse};
-use crate::rpc::Reply;
+use super::{Era, EraLayer, parse};
+use crate::rpc::{IncomingRequest, Peer, Reply};
 use crate::server::HandlerError;
 use crate::server::downgrade;
 use crate::server::input;
@@ -59,8 +59,7 @@ impl EraLayer {
         encode(&EmptyResult::new()).map(Step::Now)
     }
 
-    pub(super) async fn read_resource(&self, call: Call) -> Reply {
-        let Call { req, era, peer, .. } = call;
+    pub(super) async fn read_resource(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: ReadCall = parse(req.params.as_deref())?;
         let found = self.server.registry().find_resource(&p.uri);
         let Some((handler, rr)) = found else {

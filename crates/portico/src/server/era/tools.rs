@@ -12,9 +12,9 @@ use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Call, Step};
-use super::{EraLayer, parse};
+use super::{Era, EraLayer, parse};
 use crate::peek::ParamsPeek;
-use crate::rpc::{Cancel, Reply};
+use crate::rpc::{Cancel, IncomingRequest, Peer, Reply};
 use crate::server::downgrade;
 use crate::server::input::{self, RawResponses};
 use crate::server::registry::Entry;
@@ -87,8 +87,13 @@ impl EraLayer {
         Ok(Step::Now(bytes))
     }
 
-    pub(super) async fn call_tool(&self, call: Call) -> Reply {
-        let Call { req, era, peer, mut parsed } = call;
+    pub(super) async fn call_tool(
+        &self,
+        req: IncomingRequest,
+        era: Era,
+        peer: Peer,
+        mut parsed: Option<ParsedCall>,
+    ) -> Reply {
         let p: NamedCall<'_> = match &mut parsed {
             Some(c) => NamedCall {
                 name: Cow::Borrowed(&c.name),
