@@ -266,6 +266,29 @@ impl Server {
         Arc::new(era::EraLayer::new(self.clone()))
     }
 
+    /// The input schema of the tool `name` (enabled or not), for a transport that checks what
+    /// the request's headers mirror of its arguments.
+    #[cfg(feature = "http-server")]
+    pub(crate) fn tool_input_schema(
+        &self,
+        name: &str,
+    ) -> Option<impl std::ops::Deref<Target = portico_schema::JsonObject> + use<>> {
+        struct InputSchema(Arc<registry::ToolEntry>);
+        impl std::ops::Deref for InputSchema {
+            type Target = portico_schema::JsonObject;
+            fn deref(&self) -> &portico_schema::JsonObject {
+                &self.0.def.input_schema
+            }
+        }
+        self.registry().tools.get(name).cloned().map(InputSchema)
+    }
+
+    /// Whether the tasks extension is offered now (some tool supports tasks).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn offers_tasks(&self) -> bool {
+        self.inner.offers.tasks.load(Ordering::Relaxed)
+    }
+
     /// Adds or replaces a tool; connected clients are told the list changed.
     pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
         self.add_task_tool(tool, TaskSupport::Forbidden, handler);

@@ -284,7 +284,7 @@ fn check_mirrored(
     // The tasks extension names the task in Mcp-Name on its methods (when the server has it;
     // otherwise they are unknown methods).
     let task_method = matches!(method, methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL)
-        && shared.server.offers().tasks.load(std::sync::atomic::Ordering::Relaxed);
+        && shared.server.offers_tasks();
     let named = matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ);
     let target = if named || task_method {
         Decoded {
@@ -308,12 +308,12 @@ fn check_mirrored(
         _ if task_method => target.task_id.as_deref(),
         _ => None,
     };
-    let registry;
+    let schema;
     // The arguments are decoded only for a tool that mirrors some of them in headers.
     let arguments: Option<JsonObject>;
     let tool = if method == methods::TOOLS_CALL {
-        registry = shared.server.registry();
-        match name.and_then(|n| registry.tools.get(n)).map(|e| &e.def.input_schema) {
+        schema = name.and_then(|n| shared.server.tool_input_schema(n));
+        match schema.as_deref() {
             Some(schema) if headers::mirrors_params(schema) => {
                 arguments = match target.arguments {
                     Some(a) => Some(
