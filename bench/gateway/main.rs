@@ -1,0 +1,890 @@
+//! `bench-gateway`: what `portico serve` costs between a client and an upstream.
+//!
+//! The same `echo` tool call, made directly to the bench server and through `portico serve`
+//! with that server as its one upstream (`prefix = ""`, so the tool keeps its name), over stdio
+//! (driver ⇄ gateway ⇄ upstream, both hops pipes) and over Streamable HTTP (both hops HTTP), at 1
+//! and 64 calls in flight, beside the raw round trip of the same transport (`raw-echo`, the bare
+//! hyper `http-echo`). For each row: calls/s, p50/p99 latency, and the CPU time per call of the
+//! gateway process alone and of the upstream process alone (`utime + stime` of
+//! `/proc/PID/stat`, before and after the measured time). Then memory: the gateway's resident
+//! set (its children not counted) with no upstream and with 10 idle upstreams, and its growth per
+//! idle downstream HTTP session. Ends with the figures against the targets.
+//!
+//! ```text
+//! bench-gateway [OPTIONS] --bin DIR --portico PATH     # DIR: bench-server, raw-echo, http-echo
+//! bench-gateway upstream [--tools N]                   # a small MCP server on stdio: echo + N-1 no-ops
+//!
+//! OPTIONS
+//!   --duration SECS   measured time per row (default 3)
+//!   --warmup SECS     unmeasured time before it (default 1)
+//!   --rounds N        rounds, interleaved; figures are medians (default 1)
+//!   --era ERA         handshake (default: 2025-11-25 initialize) or stateless (2026-07-28)
+//!   --parts LIST      stdio,http,memory (default: all)
+//!   --sessions N      idle downstream HTTP sessions for the per-session figure (default 1000)
+//!   --tools N         tools of each idle upstream in the memory figures (default 10)
+//!   --no-audit        the gateway's activity log off (`[audit] enabled = false`; on by default)
+//! ```
+//!
+//! `BENCH_GATEWAY_KEEP=1` keeps the temporary directory (configs, the gateway's stderr) and
+//! prints its path.
+//!
+//! The load driver's own modules (`bench/src/driver`) do the talking: every response is
+//! verified, and any error voids the run (exit 2). Every process started is stopped at the end
+//! (the gateway first, then any upstream it left behind).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+#[allow(dead_code)]
+#[path = "../src/driver/conn.rs"]
+mod conn;
+#[allow(dead_code)]
+#[path = "../src/driver/cpu.rs"]
+mod cpu;
+#[allow(dead_code)]
+#[path = "../src/driver/http.rs"]
+mod http;
+#[allow(dead_code)]
+#[path = "../src/driver/proto.rs"]
+mod proto;
+#[allow(dead_code)]
+#[path = "../src/driver/workloads.rs"]
+mod workloads;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::conn::{Conn, Era};
+use crate::cpu::cpu_time;
+use crate::http::{HttpConn, HttpServer};
+use crate::workloads::histogram;
+
+struct Opts {
+    bin: PathBuf,
+    portico: PathBuf,
+    duration: Duration,
+    warmup: Duration,
+    rounds: usize,
+    era: Era,
+    stdio: bool,
+    http: bool,
+    memory: bool,
+    sessions: u64,
+    tools: usize,
+    /// `[audit] enabled = false` in every config (the activity log is on by default).
+    no_audit: bool,
+}
+
+const USAGE: &str = "usage: bench-gateway [--duration SECS] [--warmup SECS] [--rounds N] [--era handshake|stateless] \
+                     [--parts stdio,http,memory] [--sessions N] [--tools N] [--no-audit] --bin DIR --portico PATH\n       \
+                     bench-gateway upstream [--tools N]";
+
+fn seconds(v: Option<String>, what: &str) -> Result<Duration, String> {
+    let v = v.ok_or_else(|| format!("{what} needs a value"))?;
+    v.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("{what}: not a number of seconds: {v}"))
+}
+
+fn count(v: Option<String>, what: &str) -> Result<u64, String> {
+    v.and_then(|n| n.parse().ok()).filter(|&n| n > 0).ok_or_else(|| format!("{what} needs a positive count"))
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
+    let mut o = Opts {
+        bin: PathBuf::new(),
+        portico: PathBuf::new(),
+        duration: Duration::from_secs(3),
+        warmup: Duration::from_secs(1),
+        rounds: 1,
+        era: Era::Handshake,
+        stdio: true,
+        http: true,
+        memory: true,
+        sessions: 1000,
+        tools: 10,
+        no_audit: false,
+    };
+    let (mut bin, mut portico) = (None, None);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bin" => bin = Some(PathBuf::from(args.next().ok_or("--bin needs a directory")?)),
+            "--portico" => portico = Some(PathBuf::from(args.next().ok_or("--portico needs a path")?)),
+            "--duration" => o.duration = seconds(args.next(), "--duration")?,
+            "--warmup" => o.warmup = seconds(args.next(), "--warmup")?,
+            "--rounds" => o.rounds = count(args.next(), "--rounds")? as usize,
+            "--sessions" => o.sessions = count(args.next(), "--sessions")?,
+            "--tools" => o.tools = count(args.next(), "--tools")? as usize,
+            "--no-audit" => o.no_audit = true,
+            "--era" => {
+                o.era = match args.next().as_deref() {
+                    Some("handshake") => Era::Handshake,
+                    Some("stateless") => Era::Stateless,
+                    other => return Err(format!("--era: expected handshake or stateless, got {other:?}")),
+                }
+            }
+            "--parts" => {
+                let list = args.next().ok_or("--parts needs a value")?;
+                (o.stdio, o.http, o.memory) = (false, false, false);
+                for p in list.split(',').filter(|p| !p.is_empty()) {
+                    match p {
+                        "stdio" => o.stdio = true,
+                        "http" => o.http = true,
+                        "memory" => o.memory = true,
+                        other => return Err(format!("--parts: unknown part {other}")),
+                    }
+                }
+            }
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other => return Err(format!("unknown argument {other}\n{USAGE}")),
+        }
+    }
+    o.bin = bin.ok_or(USAGE)?;
+    o.portico = portico.ok_or(USAGE)?;
+    for exe in ["bench-server", "raw-echo", "http-echo"] {
+        if !o.bin.join(exe).is_file() {
+            return Err(format!("no {exe} in {}", o.bin.display()));
+        }
+    }
+    if !o.portico.is_file() {
+        return Err(format!("no portico binary at {}", o.portico.display()));
+    }
+    Ok(o)
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("upstream") {
+        args.next();
+        return upstream::main(args);
+    }
+    let opts = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(64);
+        }
+    };
+    // Like bench-driver: one thread for the driver, the other core(s) for the processes measured.
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(70);
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("portico-bench-gateway.{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        eprintln!("cannot create {}: {e}", dir.display());
+        return ExitCode::from(73);
+    }
+    let result = runtime.block_on(run(&opts, &dir));
+    if std::env::var_os("BENCH_GATEWAY_KEEP").is_some() {
+        eprintln!("kept {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-gateway: VOID: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One measured configuration: a row of the table.
+#[derive(Clone, Default)]
+struct Row {
+    calls_per_s: f64,
+    p50_us: f64,
+    p99_us: f64,
+    /// CPU µs per call of the gateway process (gateway rows only).
+    gateway_cpu: Option<f64>,
+    /// CPU µs per call of the upstream process (the server itself in direct rows).
+    upstream_cpu: Option<f64>,
+}
+
+/// How a row's process set is laid out.
+enum Layout<'a> {
+    /// Nothing measured but the latency (raw echo baselines).
+    Raw,
+    /// The spawned process is the upstream.
+    Direct,
+    /// The spawned process is the gateway (its stderr going to this log); the upstream is its
+    /// child of this executable name.
+    GatewayChild(&'static str, &'a Path),
+}
+
+fn per_call_us(cpu: Option<Duration>, calls: u64) -> Option<f64> {
+    cpu.filter(|_| calls > 0).map(|c| c.as_secs_f64() * 1e6 / calls as f64)
+}
+
+/// CPU used by `pid` since `before`.
+fn cpu_since(pid: u32, before: Option<Duration>) -> Option<Duration> {
+    cpu_time(Some(pid)).zip(before).map(|(after, before)| after.saturating_sub(before))
+}
+
+fn row_of(hist: &Histogram<u64>, calls: u64, elapsed: Duration) -> Row {
+    Row {
+        calls_per_s: if elapsed > Duration::ZERO { calls as f64 / elapsed.as_secs_f64() } else { 0.0 },
+        p50_us: hist.value_at_quantile(0.5) as f64 / 1e3,
+        p99_us: hist.value_at_quantile(0.99) as f64 / 1e3,
+        ..Row::default()
+    }
+}
+
+/// The pids of the processes whose parent is `parent`, with their names (`comm`).
+fn children_of(parent: u32) -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return out };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let comm = stat[open + 1..close].to_owned();
+        // After ')': state, then ppid.
+        let ppid = stat[close + 1..].split_ascii_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(parent) {
+            out.push((pid, comm));
+        }
+    }
+    out
+}
+
+/// Waits (up to 5 s) for `parent`'s child named `name` (`comm` is cut to 15 bytes).
+async fn child_named(parent: u32, name: &str) -> Result<u32, String> {
+    let comm: String = name.chars().take(15).collect();
+    for _ in 0..100 {
+        if let Some((pid, _)) = children_of(parent).into_iter().find(|(_, c)| *c == comm) {
+            return Ok(pid);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(format!("process {parent} has no child {name}"))
+}
+
+/// SIGKILLs whichever of `pids` is still alive (an upstream the gateway left behind).
+fn reap(pids: &[u32]) {
+    for &pid in pids {
+        if std::path::Path::new(&format!("/proc/{pid}")).exists()
+            && let Ok(p) = i32::try_from(pid)
+        {
+            // A zombie child of an exited gateway is reaped by init; only live ones are reported.
+            let live = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rfind(')').map(|i| s[i + 1..].trim_start().starts_with('Z')))
+                == Some(false);
+            if live {
+                eprintln!("note: process {pid} outlived the gateway that started it; killed");
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+    }
+}
+
+/// `argv` run through `sh -c 'exec …'` with its stderr appended to `log`: the pid stays the
+/// program's, and the gateway's announcements stay out of the table.
+fn quiet(argv: &[String], log: &Path) -> Vec<String> {
+    let mut v = vec!["sh".to_owned(), "-c".to_owned(), format!("exec \"$0\" \"$@\" 2>>'{}'", log.display())];
+    v.extend(argv.iter().cloned());
+    v
+}
+
+fn toml_str(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// A gateway config: `[gateway]` with its state in `dir`, calls allowed without asking, the
+/// activity log off when `NO_AUDIT` is set, then the given `[servers.*]` tables.
+fn write_config(dir: &Path, name: &str, servers: &str) -> Result<PathBuf, String> {
+    let path = dir.join(name);
+    let audit = if NO_AUDIT.load(std::sync::atomic::Ordering::Relaxed) {
+        "# The activity log off (--no-audit).\n[audit]\nenabled = false\n\n"
+    } else {
+        ""
+    };
+    let text = format!(
+        "# Written by bench-gateway.\n[gateway]\nstate_dir = {}\n\n\
+         # Calls go through without asking anyone (the policy's default asks about tool calls).\n\
+         [policy.defaults]\ntools = \"allow\"\n\n{audit}{servers}",
+        toml_str(&dir.join("state").to_string_lossy())
+    );
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// `--no-audit`, for [`write_config`].
+static NO_AUDIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn stdio_server(name: &str, command: &Path, args: &[&str], prefix: Option<&str>) -> String {
+    let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
+    let mut s =
+        format!("[servers.{name}]\ncommand = {}\nargs = [{}]\n", toml_str(&command.to_string_lossy()), args.join(", "));
+    if let Some(p) = prefix {
+        let _ = writeln!(s, "prefix = {}", toml_str(p));
+    }
+    s.push('\n');
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// stdio
+
+/// One stdio row: `argv` spawned and driven at `inflight` (1: `seq`, else `pipeN`).
+async fn stdio_row(argv: &[String], era: Era, inflight: u64, layout: Layout<'_>, o: &Opts) -> Result<Row, String> {
+    if let Layout::GatewayChild(_, log) = layout {
+        let _ = std::fs::write(log, "");
+    }
+    let mut conn = Conn::spawn(argv, era).await?;
+    let spawned = conn.pid;
+    let upstream = match layout {
+        Layout::GatewayChild(name, log) => {
+            let ready = async {
+                announced(log, 1).await?;
+                child_named(spawned, name).await
+            };
+            match ready.await {
+                Ok(pid) => Some(pid),
+                Err(e) => {
+                    let _ = conn.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        Layout::Raw | Layout::Direct => None,
+    };
+    let measured = async {
+        let mut scratch = histogram();
+        let mut hist = histogram();
+        if o.warmup > Duration::ZERO {
+            drive_stdio(&mut conn, inflight, o.warmup, &mut scratch).await?;
+        }
+        let (spawned_before, upstream_before) = (cpu_time(Some(spawned)), upstream.and_then(|p| cpu_time(Some(p))));
+        let run = drive_stdio(&mut conn, inflight, o.duration, &mut hist).await?;
+        let spawned_cpu = per_call_us(cpu_since(spawned, spawned_before), run.calls);
+        let upstream_cpu = upstream.and_then(|p| per_call_us(cpu_since(p, upstream_before), run.calls));
+        let mut row = row_of(&hist, run.calls, run.elapsed);
+        match layout {
+            Layout::Raw => {}
+            Layout::Direct => row.upstream_cpu = spawned_cpu,
+            Layout::GatewayChild(..) => {
+                row.gateway_cpu = spawned_cpu;
+                row.upstream_cpu = upstream_cpu;
+            }
+        }
+        Ok::<_, String>(row)
+    }
+    .await;
+    let status = conn.shutdown().await;
+    if let Some(pid) = upstream {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        reap(&[pid]);
+    }
+    let row = measured?;
+    match status {
+        Some(s) if s.success() => {}
+        Some(s) => eprintln!("note: {} exited with {s} after stdin closed", argv.join(" ")),
+        None => eprintln!("note: {} did not exit within 5 s of stdin closing; killed", argv.join(" ")),
+    }
+    Ok(row)
+}
+
+async fn drive_stdio(
+    conn: &mut Conn,
+    inflight: u64,
+    d: Duration,
+    h: &mut Histogram<u64>,
+) -> Result<workloads::Run, String> {
+    if inflight == 1 { workloads::seq(conn, d, h).await } else { workloads::pipe(conn, inflight, d, h).await }
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP
+
+/// Starts an HTTP server and checks it answers in `era` (`Bare`: no check).
+async fn start_http(argv: &[String], era: Era) -> Result<HttpServer, String> {
+    let server = HttpServer::spawn(argv).await?;
+    let checked = async {
+        let mut c = HttpConn::connect(server.port, era).await?;
+        match era {
+            Era::Handshake => {
+                c.initialize().await?;
+                c.end_session().await
+            }
+            Era::Stateless => c.discover().await.map(|_| ()),
+            Era::Bare => Ok(()),
+        }
+    }
+    .await;
+    match checked {
+        Ok(()) => Ok(server),
+        Err(e) => {
+            server.stop().await;
+            Err(e)
+        }
+    }
+}
+
+/// One HTTP row against a running server: `conns` connections, one call in flight on each.
+async fn http_row(server: &HttpServer, era: Era, conns: u64, upstream: Option<u32>, o: &Opts) -> Result<Row, String> {
+    let mut cs = http::open_conns(server.port, era, conns).await?;
+    if o.warmup > Duration::ZERO {
+        let mut scratch = histogram();
+        cs = http::echo_load(cs, o.warmup, &mut scratch).await?.1;
+    }
+    let mut hist = histogram();
+    let (spawned_before, upstream_before) = (cpu_time(Some(server.pid)), upstream.and_then(|p| cpu_time(Some(p))));
+    let (run, mut cs) = http::echo_load(cs, o.duration, &mut hist).await?;
+    let spawned_cpu = per_call_us(cpu_since(server.pid, spawned_before), run.calls);
+    let upstream_cpu = upstream.and_then(|p| per_call_us(cpu_since(p, upstream_before), run.calls));
+    for c in &mut cs {
+        c.end_session().await?;
+    }
+    let mut row = row_of(&hist, run.calls, run.elapsed);
+    if upstream.is_some() {
+        row.gateway_cpu = spawned_cpu;
+        row.upstream_cpu = upstream_cpu;
+    } else {
+        row.upstream_cpu = spawned_cpu;
+    }
+    Ok(row)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn median_row(rows: &[Row]) -> Row {
+    let opt = |f: fn(&Row) -> Option<f64>| {
+        let v: Vec<f64> = rows.iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| median(v))
+    };
+    Row {
+        calls_per_s: median(rows.iter().map(|r| r.calls_per_s).collect()),
+        p50_us: median(rows.iter().map(|r| r.p50_us).collect()),
+        p99_us: median(rows.iter().map(|r| r.p99_us).collect()),
+        gateway_cpu: opt(|r| r.gateway_cpu),
+        upstream_cpu: opt(|r| r.upstream_cpu),
+    }
+}
+
+fn fmt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// A table's row: what it is, the calls in flight, the figures.
+struct Line {
+    label: &'static str,
+    inflight: u64,
+    row: Row,
+}
+
+fn lines(labels: &[(&'static str, u64)], rounds: &[Vec<Row>]) -> Vec<Line> {
+    labels.iter().zip(rounds).map(|(&(label, inflight), r)| Line { label, inflight, row: median_row(r) }).collect()
+}
+
+fn print_table(title: &str, lines: &[Line]) {
+    println!("\n== {title}");
+    println!(
+        "{:<28} {:>9} {:>10} {:>9} {:>9} {:>12} {:>14}",
+        "row", "in flight", "calls/s", "p50 µs", "p99 µs", "gw CPU µs/c", "upstr CPU µs/c"
+    );
+    for l in lines {
+        let r = &l.row;
+        println!(
+            "{:<28} {:>9} {:>10.0} {:>9.1} {:>9.1} {:>12} {:>14}",
+            l.label,
+            l.inflight,
+            r.calls_per_s,
+            r.p50_us,
+            r.p99_us,
+            fmt(r.gateway_cpu, 2),
+            fmt(r.upstream_cpu, 2)
+        );
+    }
+}
+
+/// The targets for one transport's table: `lines[0]` the raw round trip, `[1]` direct and `[2]`
+/// gateway at 1 in flight, `[4..]` gateways at 64 in flight.
+fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
+    let (raw, direct1, gw1) = (&lines[0].row, &lines[1].row, &lines[2].row);
+    let added = gw1.p50_us - direct1.p50_us;
+    let budget = raw.p50_us + 20.0;
+    verdicts.push(format!(
+        "{transport}: p50 added at 1 in flight {added:.1} µs (gateway {:.1} − direct {:.1}) ≤ raw round trip {:.1} + 20 = {budget:.1} µs: {} (ratio {:.2})",
+        gw1.p50_us,
+        direct1.p50_us,
+        raw.p50_us,
+        if added <= budget { "met" } else { "NOT met" },
+        added / budget
+    ));
+    for l in &lines[4..] {
+        if let (Some(g), Some(u)) = (l.row.gateway_cpu, l.row.upstream_cpu) {
+            verdicts.push(format!(
+                "{transport}: {} CPU per call at 64 in flight {g:.2} µs ≤ its upstream's {u:.2} µs: {} (ratio {:.2})",
+                l.label,
+                if g <= u { "met" } else { "NOT met" },
+                g / u
+            ));
+        }
+    }
+}
+
+async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
+    NO_AUDIT.store(o.no_audit, std::sync::atomic::Ordering::Relaxed);
+    let bench_server = o.bin.join("bench-server");
+    let log = dir.join("gateway.log");
+    let portico = o.portico.to_string_lossy().into_owned();
+    let era_name = match o.era {
+        Era::Handshake => "handshake era (2025-11-25) downstream",
+        _ => "2026-07-28 (stateless) downstream",
+    };
+    println!(
+        "cores: {} · load: {} · {} s per row after {} s warmup · {} round(s), medians · {era_name}{}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default(),
+        o.duration.as_secs_f64(),
+        o.warmup.as_secs_f64(),
+        o.rounds,
+        if o.no_audit { " · activity log off" } else { "" }
+    );
+    let mut verdicts = Vec::new();
+
+    if o.stdio {
+        let config = write_config(dir, "stdio.toml", &stdio_server("bench", &bench_server, &["stdio"], Some("")))?;
+        let direct = vec![bench_server.to_string_lossy().into_owned(), "stdio".to_owned()];
+        let gateway =
+            quiet(&[portico.clone(), "serve".into(), "--config".into(), config.to_string_lossy().into_owned()], &log);
+        let raw = vec![o.bin.join("raw-echo").to_string_lossy().into_owned()];
+        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 5];
+        for round in 0..o.rounds {
+            eprintln!("stdio, round {}/{}", round + 1, o.rounds);
+            rounds[0]
+                .push(stdio_row(&raw, Era::Handshake, 1, Layout::Raw, o).await.map_err(|e| format!("raw-echo: {e}"))?);
+            for (i, inflight) in [(1, 1), (3, 64)] {
+                rounds[i].push(
+                    stdio_row(&direct, o.era, inflight, Layout::Direct, o).await.map_err(|e| format!("direct: {e}"))?,
+                );
+                rounds[i + 1].push(
+                    stdio_row(&gateway, o.era, inflight, Layout::GatewayChild("bench-server", &log), o)
+                        .await
+                        .map_err(|e| format!("gateway: {e}"))?,
+                );
+            }
+        }
+        let rows =
+            lines(&[("raw pipe echo", 1), ("direct", 1), ("gateway", 1), ("direct", 64), ("gateway", 64)], &rounds);
+        print_table("stdio: driver ⇄ [portico serve ⇄] bench-server stdio (echo)", &rows);
+        judge("stdio", &rows, &mut verdicts);
+    }
+
+    if o.http {
+        // The gateway's upstream: one HTTP session for every client (`shared = true`, right for
+        // the stateless bench server), or one per downstream session (`isolate = "per-client"`,
+        // the default for HTTP upstreams; `max_clients` raised from 16 to the 64 sessions).
+        let shared = "shared = true\n";
+        let per_client = "isolate = \"per-client\"\nmax_clients = 64\n";
+        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 6];
+        for round in 0..o.rounds {
+            eprintln!("http, round {}/{}", round + 1, o.rounds);
+            let hyper =
+                start_http(&[o.bin.join("http-echo").to_string_lossy().into_owned(), "{port}".into()], Era::Bare)
+                    .await?;
+            let r = http_row(&hyper, Era::Bare, 1, None, o).await;
+            hyper.stop().await;
+            rounds[0].push(r.map_err(|e| format!("http-echo: {e}"))?);
+
+            let upstream =
+                start_http(&[bench_server.to_string_lossy().into_owned(), "http".into(), "{port}".into()], o.era)
+                    .await?;
+            let result = async {
+                for (i, conns, isolation) in
+                    [(1, 1, shared), (2, 1, shared), (3, 64, shared), (4, 64, shared), (5, 64, per_client)]
+                {
+                    if i == 1 || i == 3 {
+                        let r = http_row(&upstream, o.era, conns, None, o).await;
+                        rounds[i].push(r.map_err(|e| format!("direct: {e}"))?);
+                        continue;
+                    }
+                    let config = write_config(
+                        dir,
+                        "http.toml",
+                        &format!(
+                            "[servers.bench]\nurl = \"http://127.0.0.1:{}/mcp\"\nprefix = \"\"\n{isolation}",
+                            upstream.port
+                        ),
+                    )?;
+                    let gateway =
+                        start_gateway(&portico, &config, &log, 1, o.era).await.map_err(|e| format!("gateway: {e}"))?;
+                    let r = http_row(&gateway, o.era, conns, Some(upstream.pid), o).await;
+                    stop_gateway(gateway).await;
+                    rounds[i].push(r.map_err(|e| format!("gateway: {e}"))?);
+                }
+                Ok::<_, String>(())
+            }
+            .await;
+            upstream.stop().await;
+            result?;
+        }
+        let rows = lines(
+            &[
+                ("hyper echo", 1),
+                ("direct", 1),
+                ("gateway (shared)", 1),
+                ("direct", 64),
+                ("gateway (shared)", 64),
+                ("gateway (per-client)", 64),
+            ],
+            &rounds,
+        );
+        print_table(
+            "Streamable HTTP: driver ⇄ [portico serve --http ⇄] bench-server http (echo; N in flight = N connections, each its session)",
+            &rows,
+        );
+        judge("HTTP", &rows, &mut verdicts);
+    }
+
+    if o.memory {
+        memory(o, dir, &log, &portico, &mut verdicts).await?;
+    }
+
+    println!("\n== against the targets");
+    for v in &verdicts {
+        println!("{v}");
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+/// Waits (up to 30 s) until the gateway has said on stderr (`log`) that it serves all its
+/// `upstreams` ready: it listens, or answers on stdio, before its upstreams have started.
+async fn announced(log: &Path, upstreams: usize) -> Result<(), String> {
+    let want = format!("from {upstreams}/{upstreams} servers");
+    let mut said = String::new();
+    for _ in 0..300 {
+        said = std::fs::read_to_string(log).unwrap_or_default();
+        if said.contains(&want) {
+            return Ok(());
+        }
+        if said.contains("portico: serving") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(format!("the gateway did not start its {upstreams} upstream(s): {said}"))
+}
+
+/// Starts `portico serve --http` on `config`, waits until every upstream is ready, returns it.
+async fn start_gateway(
+    portico: &str,
+    config: &Path,
+    log: &Path,
+    upstreams: usize,
+    era: Era,
+) -> Result<HttpServer, String> {
+    let _ = std::fs::write(log, "");
+    let argv = quiet(
+        &[
+            portico.to_owned(),
+            "serve".into(),
+            "--config".into(),
+            config.to_string_lossy().into_owned(),
+            "--http".into(),
+            "127.0.0.1:{port}".into(),
+        ],
+        log,
+    );
+    let server = start_http(&argv, era).await?;
+    if let Err(e) = announced(log, upstreams).await {
+        stop_gateway(server).await;
+        return Err(e);
+    }
+    Ok(server)
+}
+
+async fn stop_gateway(server: HttpServer) {
+    let pid = server.pid;
+    let children: Vec<u32> = children_of(pid).into_iter().map(|(p, _)| p).collect();
+    server.stop().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    reap(&children);
+}
+
+/// The gateway's resident set after it has settled.
+struct Rss {
+    /// `VmRSS`, KiB.
+    total: u64,
+    /// `RssAnon` (heap, stacks), KiB.
+    anon: u64,
+    /// `RssFile` (the executable's and libraries' pages), KiB.
+    file: u64,
+    /// The children's `VmRSS` together, KiB, and how many there are.
+    children: u64,
+    count: usize,
+}
+
+async fn settled_rss(server: &HttpServer) -> Result<Rss, String> {
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let children = children_of(server.pid);
+    Ok(Rss {
+        total: server.rss_kib()?,
+        anon: cpu::status_kib(server.pid, "RssAnon")?,
+        file: cpu::status_kib(server.pid, "RssFile")?,
+        children: children.iter().filter_map(|(p, _)| cpu::status_kib(*p, "VmRSS").ok()).sum(),
+        count: children.len(),
+    })
+}
+
+fn mb(kib: u64) -> f64 {
+    kib as f64 * 1024.0 / 1e6
+}
+
+async fn memory(o: &Opts, dir: &Path, log: &Path, portico: &str, verdicts: &mut Vec<String>) -> Result<(), String> {
+    eprintln!("memory");
+    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let tools = o.tools.to_string();
+    let small = |i: usize| stdio_server(&format!("idle{i}"), &me, &["upstream", "--tools", &tools], None);
+    let bench = |i: usize| stdio_server(&format!("bench{i}"), &o.bin.join("bench-server"), &["stdio"], None);
+    let mut lines = Vec::new();
+    let mut rss_10_small = None;
+    for (label, servers, n) in [
+        ("no upstream".to_owned(), String::new(), 0usize),
+        (format!("1 idle upstream ({} tools)", o.tools), small(0), 1),
+        (format!("10 idle upstreams ({} tools each)", o.tools), (0..10).map(small).collect::<String>(), 10),
+        ("10 idle bench-servers (1,002 tools each)".to_owned(), (0..10).map(bench).collect::<String>(), 10),
+    ] {
+        let config = write_config(dir, "memory.toml", &servers)?;
+        let server = start_gateway(portico, &config, log, n, Era::Handshake).await?;
+        let measured = settled_rss(&server).await;
+        stop_gateway(server).await;
+        let rss = measured?;
+        if rss.count != n {
+            return Err(format!("{label}: {} children running, expected {n}", rss.count));
+        }
+        if n == 10 && rss_10_small.is_none() {
+            rss_10_small = Some(rss.total);
+        }
+        lines.push(format!(
+            "{label:<42} gateway RSS {:>7.2} MB (heap etc. {:>6.2} + file pages {:>5.2})   upstreams, not counted: {:.1} MB",
+            mb(rss.total),
+            mb(rss.anon),
+            mb(rss.file),
+            mb(rss.children)
+        ));
+    }
+    // Per idle downstream session: a fresh gateway over one small upstream.
+    let config =
+        write_config(dir, "sessions.toml", &stdio_server("idle", &me, &["upstream", "--tools", &tools], Some("")))?;
+    let server = start_gateway(portico, &config, log, 1, Era::Handshake).await?;
+    let measured = http::sessions(&server, o.sessions).await;
+    stop_gateway(server).await;
+    let (_, per, note) = measured?;
+    lines.push(format!("per idle downstream HTTP session: {per:.1} KB ({note})"));
+
+    println!("\n== memory: gateway resident set (VmRSS of the portico process; its children not counted)");
+    for l in &lines {
+        println!("{l}");
+    }
+    if let Some(kib) = rss_10_small {
+        let mb = mb(kib);
+        verdicts.push(format!(
+            "memory: gateway RSS with 10 idle upstreams ({} tools each) {mb:.2} MB ≤ 5 MB: {} (ratio {:.2})",
+            o.tools,
+            if mb <= 5.0 { "met" } else { "NOT met" },
+            mb / 5.0
+        ));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The small upstream
+
+/// `bench-gateway upstream [--tools N]`: an MCP server on stdio with `echo` and N-1 `noop_*`
+/// tools shaped like the bench server's: what an idle upstream of a typical size costs.
+mod upstream {
+    use std::process::ExitCode;
+
+    use portico::schema::{Implementation, Tool, object};
+    use portico::server::Server;
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+
+    #[derive(Deserialize)]
+    struct Echo {
+        text: String,
+    }
+
+    pub fn main(mut args: impl Iterator<Item = String>) -> ExitCode {
+        let mut tools = 10usize;
+        while let Some(a) = args.next() {
+            match (a.as_str(), args.next().and_then(|n| n.parse().ok())) {
+                ("--tools", Some(n)) if n > 0 => tools = n,
+                _ => {
+                    eprintln!("usage: bench-gateway upstream [--tools N]");
+                    return ExitCode::from(64);
+                }
+            }
+        }
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("cannot start the runtime: {e}");
+                return ExitCode::from(70);
+            }
+        };
+        match runtime.block_on(async { server(tools).serve(portico::transport::stdio::stdio()).await }) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench-gateway upstream: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+
+    fn server(tools: usize) -> Server {
+        let mut b = Server::builder(Implementation::new("bench-gateway-upstream", env!("CARGO_PKG_VERSION"))).tool(
+            Tool::new(
+                "echo",
+                object(serde_json::json!({
+                    "type": "object",
+                    "properties": { "text": { "type": "string", "description": "Text to send back" } },
+                    "required": ["text"]
+                })),
+            )
+            .with_description("Returns its text argument as one text content"),
+            |a: Echo| async move { a.text },
+        );
+        let schema = object(serde_json::json!({
+            "type": "object",
+            "properties": {
+                "label": { "type": "string", "description": "Any label; ignored" },
+                "count": { "type": "integer", "description": "Any count; ignored" }
+            }
+        }));
+        for i in 1..tools {
+            b = b.tool(
+                Tool::new(format!("noop_{i}"), schema.clone()).with_description(portico_bench::noop_description(i)),
+                |_: IgnoredAny| async move { "ok" },
+            );
+        }
+        b.build()
+    }
+}
