@@ -385,12 +385,7 @@ impl Upstream {
     /// # Errors
     /// Any [`UpstreamError`].
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, UpstreamError> {
-        let client = self.client().await?;
-        let _permit = self.acquire().await?;
-        let mut result = tokio::time::timeout(self.shared.config.timeout, client.read_resource(uri))
-            .await
-            .map_err(|_| self.timeout())?
-            .map_err(|e| self.lost(&e))?;
+        let mut result = self.limited(|c| async move { c.read_resource(uri).await }).await?;
         crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
@@ -405,15 +400,24 @@ impl Upstream {
         name: &str,
         arguments: std::collections::BTreeMap<String, String>,
     ) -> Result<GetPromptResult, UpstreamError> {
-        let client = self.client().await?;
-        let _permit = self.acquire().await?;
-        let mut result = tokio::time::timeout(self.shared.config.timeout, client.get_prompt(name, arguments))
-            .await
-            .map_err(|_| self.timeout())?
-            .map_err(|e| self.lost(&e))?;
+        let mut result = self.limited(|c| async move { c.get_prompt(name, arguments).await }).await?;
         crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
+    }
+
+    /// Runs `request` on the shared client within the server's concurrency limit and timeout,
+    /// with its failures named for the server.
+    async fn limited<T, Fut>(&self, request: impl FnOnce(Arc<Client>) -> Fut) -> Result<T, UpstreamError>
+    where
+        Fut: std::future::Future<Output = Result<T, portico::Error>>,
+    {
+        let client = self.client().await?;
+        let _permit = self.acquire().await?;
+        tokio::time::timeout(self.shared.config.timeout, request(client))
+            .await
+            .map_err(|_| self.timeout())?
+            .map_err(|e| self.lost(&e))
     }
 
     /// Asks the upstream to complete an argument (names already the upstream's own).
