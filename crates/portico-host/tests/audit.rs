@@ -525,7 +525,17 @@ async fn sqlite_on_a_full_disk_refuses_clearly_and_loses_nothing() {
     assert!(matches!(refusal, AuditError::Unavailable { .. }), "{message}");
     assert!(message.contains("full"), "the error says the disk is full: {message}");
     assert!(!log.healthy());
-    assert!(log.health().backlog > 0, "records taken before the refusal are held: {:?}", log.health());
+    // The refusal starts when the write fails; the records of that write are kept back (spool or
+    // memory) a moment later, by the writer task.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while log.health().backlog == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "records taken before the refusal are held: {:?}",
+            log.health()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(accepted.len() > 10);
 
     // Space again: the held records are written, in order, and the log takes appends.
