@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use portico::middleware::{McpRequest, McpResponse};
 use portico::schema::{CompleteRequestParams, ServerCapabilities};
-use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
+use portico::server::{HandlerError, RequestContext, ResourceRequest, Server, ToolReply};
 use portico::transport::http::server::StreamableHttp;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -140,7 +140,12 @@ impl Gateway {
                     edit.add_tool(entry.tool.clone(), move |args: Value, cx: RequestContext| {
                         let host = host.clone();
                         let exposed = exposed.clone();
-                        async move { host.call_tool(&exposed, args, Some(&cx)).await }
+                        async move {
+                            match host.try_call_tool(&exposed, args, Some(&cx)).await {
+                                Ok(result) => ToolReply::Result(result),
+                                Err(e) => ToolReply::Error(handler_error(e)),
+                            }
+                        }
                     });
                 }
             }
@@ -201,8 +206,10 @@ fn handler_error(e: HostError) -> HandlerError {
     match e {
         HostError::NotFound { what: "resource", name } => HandlerError::resource_not_found(name),
         HostError::NotFound { .. } => HandlerError::invalid_params(e.to_string()),
-        HostError::Upstream(crate::upstream::UpstreamError::Refused { code, message, .. }) => {
-            HandlerError::wire(portico::schema::ErrorObject::new(portico::schema::ErrorCode(code), message))
+        HostError::Upstream(crate::upstream::UpstreamError::Refused { code, message, data, .. }) => {
+            let mut error = portico::schema::ErrorObject::new(portico::schema::ErrorCode(code), message);
+            error.data = data;
+            HandlerError::wire(error)
         }
         other => HandlerError::internal(other.to_string()),
     }

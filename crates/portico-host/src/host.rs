@@ -195,9 +195,24 @@ impl Host {
     /// its upstream, and recorded. Every failure is a tool result with `isError` whose text says
     /// what happened and names the server.
     pub async fn call_tool(&self, name: &str, arguments: Value, cx: Option<&RequestContext>) -> CallToolResult {
+        self.try_call_tool(name, arguments, cx).await.unwrap_or_else(|e| tool_error(e.to_string()))
+    }
+
+    /// [`call_tool`](Self::call_tool), except that an upstream's JSON-RPC error (an unknown
+    /// tool, invalid params) comes back as it was, for a gateway to relay with its code and
+    /// data. Every other failure is still a result with `isError`.
+    ///
+    /// # Errors
+    /// [`HostError::Upstream`] with [`UpstreamError::Refused`]: the upstream's error object.
+    pub async fn try_call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        cx: Option<&RequestContext>,
+    ) -> Result<CallToolResult, HostError> {
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
-            return tool_error(format!("no tool `{name}` is offered"));
+            return Ok(tool_error(format!("no tool `{name}` is offered")));
         };
         let origin = &entry.origin;
         let call = Call {
@@ -213,10 +228,10 @@ impl Host {
         let verdict = self.inner.oversight.before(&call).await;
         if let Some(reason) = &verdict.refusal {
             self.inner.oversight.after(&call, &verdict, &Outcome::Refused(reason)).await;
-            return tool_error(format!("refused: {reason}"));
+            return Ok(tool_error(format!("refused: {reason}")));
         }
         let Some(up) = self.upstream(&origin.server) else {
-            return tool_error(format!("server `{}` is not configured any more", origin.server));
+            return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)));
         };
         match up.call_tool(&origin.name, arguments.clone(), cx).await {
             Ok(result) => {
@@ -235,12 +250,15 @@ impl Host {
                     result = tool_error(format!("the result was withheld by the person reviewing it: {why}"));
                 }
                 self.inner.oversight.after(&call, &verdict, &Outcome::Answered(Answer::Tool(&result))).await;
-                result
+                Ok(result)
             }
             Err(e) => {
                 let text = e.to_string();
                 self.inner.oversight.after(&call, &verdict, &Outcome::Failed(&text)).await;
-                tool_error(text)
+                match e {
+                    refused @ UpstreamError::Refused { .. } => Err(HostError::Upstream(refused)),
+                    other => Ok(tool_error(other.to_string())),
+                }
             }
         }
     }

@@ -81,6 +81,8 @@ pub enum UpstreamError {
         code: i32,
         /// Its message.
         message: String,
+        /// Its data, passed on as it came.
+        data: Option<serde_json::Value>,
     },
     /// The downstream call was cancelled.
     #[error("the call to server `{server}` was cancelled")]
@@ -318,7 +320,12 @@ impl Upstream {
             return UpstreamError::Cancelled { server };
         }
         if let Some(wire) = e.peer_error() {
-            return UpstreamError::Refused { server, code: wire.code.0, message: wire.message.clone() };
+            return UpstreamError::Refused {
+                server,
+                code: wire.code.0,
+                message: wire.message.clone(),
+                data: wire.data.clone(),
+            };
         }
         UpstreamError::Lost { server, reason: e.to_string() }
     }

@@ -93,6 +93,72 @@ impl From<crate::Error> for HandlerError {
 pub trait IntoCallToolResult {
     /// The result.
     fn into_call_tool_result(self) -> CallToolResult;
+
+    /// The call's answer: a result, or a JSON-RPC error ([`ToolReply::Error`] only).
+    #[doc(hidden)]
+    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError>
+    where
+        Self: Sized,
+    {
+        Ok(self.into_call_tool_result())
+    }
+}
+
+/// A tool's answer that may be a JSON-RPC error instead of a result.
+///
+/// A tool's own failures belong in the result (`isError`, so the model sees them, as the spec
+/// asks); return `Err` for those. `ToolReply::Error` is for a handler that relays another
+/// server's answer, such as a gateway passing on an upstream's `-32602`: the caller gets the
+/// same error object, code and data included.
+///
+/// ```
+/// use portico::schema::{CallToolResult, ErrorObject};
+/// use portico::server::{HandlerError, ToolReply};
+///
+/// fn relay(upstream: Result<CallToolResult, ErrorObject>) -> ToolReply {
+///     match upstream {
+///         Ok(result) => ToolReply::Result(result),
+///         Err(error) => ToolReply::Error(HandlerError::wire(error)),
+///     }
+/// }
+/// # let _ = relay(Ok(CallToolResult::text("ok")));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ToolReply {
+    /// A result (which may itself be a tool error, `isError`).
+    Result(CallToolResult),
+    /// A JSON-RPC error in place of a result.
+    Error(HandlerError),
+}
+
+impl From<CallToolResult> for ToolReply {
+    fn from(r: CallToolResult) -> Self {
+        ToolReply::Result(r)
+    }
+}
+
+impl From<HandlerError> for ToolReply {
+    fn from(e: HandlerError) -> Self {
+        ToolReply::Error(e)
+    }
+}
+
+impl IntoCallToolResult for ToolReply {
+    /// The result; an error becomes a tool error carrying its message.
+    fn into_call_tool_result(self) -> CallToolResult {
+        match self {
+            ToolReply::Result(r) => r,
+            ToolReply::Error(e) => CallToolResult::error(e.to_string()),
+        }
+    }
+
+    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError> {
+        match self {
+            ToolReply::Result(r) => Ok(r),
+            ToolReply::Error(e) => Err(e),
+        }
+    }
 }
 
 impl IntoCallToolResult for CallToolResult {
@@ -143,6 +209,13 @@ impl<T: IntoCallToolResult, E: fmt::Display> IntoCallToolResult for Result<T, E>
         match self {
             Ok(t) => t.into_call_tool_result(),
             Err(e) => CallToolResult::error(e.to_string()),
+        }
+    }
+
+    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError> {
+        match self {
+            Ok(t) => t.into_tool_reply(),
+            Err(e) => Ok(CallToolResult::error(e.to_string())),
         }
     }
 }

@@ -57,7 +57,7 @@ use tokio::sync::broadcast;
 pub use context::{ConnectionId, Extension, KeyedInput, RequestContext};
 pub use edit::Edit;
 pub use encoded::EncodedContents;
-pub use handler::{HandlerError, IntoCallToolResult, Json};
+pub use handler::{HandlerError, IntoCallToolResult, Json, ToolReply};
 pub use registry::{
     CompletionHandler, IntoReadResourceResult, PromptHandler, ResourceHandler, ResourceRequest, ToolHandler,
 };

@@ -37,7 +37,10 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
 /// A handler with its argument decoding erased.
 #[doc(hidden)]
 pub type ErasedTool = Arc<
-    dyn Fn(Option<&RawValue>, RequestContext) -> Result<BoxFuture<'static, CallToolResult>, serde_json::Error>
+    dyn Fn(
+            Option<&RawValue>,
+            RequestContext,
+        ) -> Result<BoxFuture<'static, Result<CallToolResult, HandlerError>>, serde_json::Error>
         + Send
         + Sync,
 >;
@@ -56,7 +59,7 @@ where
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, _cx| {
             let args = decode_args::<A>(raw)?;
-            Ok(self(args).map(IntoCallToolResult::into_call_tool_result).boxed())
+            Ok(self(args).map(IntoCallToolResult::into_tool_reply).boxed())
         })
     }
 }
@@ -71,7 +74,7 @@ where
     fn into_erased(self) -> ErasedTool {
         Arc::new(move |raw, cx| {
             let args = decode_args::<A>(raw)?;
-            Ok(self(args, cx).map(IntoCallToolResult::into_call_tool_result).boxed())
+            Ok(self(args, cx).map(IntoCallToolResult::into_tool_reply).boxed())
         })
     }
 }

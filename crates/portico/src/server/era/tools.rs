@@ -15,10 +15,10 @@ use super::dispatch::{Call, Step};
 use super::{Era, EraLayer, parse};
 use crate::peek::ParamsPeek;
 use crate::rpc::{Cancel, IncomingRequest, Peer, Reply};
-use crate::server::downgrade;
 use crate::server::input::{self, RawResponses};
 use crate::server::registry::Entry;
 use crate::server::tasks::{self, TaskSupport};
+use crate::server::{HandlerError, downgrade};
 
 /// The params of `tools/call` and `prompts/get`, with the arguments left as raw JSON so the
 /// handler's typed decoding reads them directly.
@@ -148,14 +148,17 @@ impl EraLayer {
             g.disarm();
         }
         match outcome? {
-            input::Stage::Done(r) => self.finish_tool_result(r, &era),
+            input::Stage::Done(Ok(r)) => self.finish_tool_result(r, &era),
+            input::Stage::Done(Err(e)) => Err(e.into_error_object(era.version)),
             input::Stage::InputRequired(r) => self.finish(r, &era),
             input::Stage::Task(fut) => {
                 let task = self.server.tasks().create(cancel.token().clone())?;
                 if let Some(s) = &state {
                     let _ = s.task.set(task.clone());
                 }
-                tasks::spawn(task.clone(), fut, |mut r: CallToolResult| {
+                let version = era.version;
+                tasks::spawn(task.clone(), fut, move |r: Result<CallToolResult, HandlerError>| {
+                    let mut r = r.map_err(|e| e.into_error_object(version))?;
                     *r.result_type_mut() = Some(ResultType::Complete);
                     serde_json::to_string(&r)
                         .and_then(RawValue::from_string)
