@@ -133,6 +133,7 @@ impl Host {
             config.gateway.ping_interval,
             config.gateway.state_dir.clone(),
             self.inner.changes.clone(),
+            self.inner.oversight.clone(),
         );
         if lazy {
             if let Some(catalog) = load_cached(&cache_path(config, &name)) {
@@ -488,7 +489,7 @@ impl Host {
 
 /// Who is calling: the subject an authorization layer in front of the gateway put in the
 /// request's extensions ([`Principal`]), else `local` (stdio, or HTTP without authorization).
-fn principal(cx: Option<&RequestContext>) -> &str {
+pub(crate) fn principal(cx: Option<&RequestContext>) -> &str {
     cx.and_then(|cx| cx.extensions().get::<Principal>()).map_or("local", |p| p.0.as_str())
 }
 

@@ -13,12 +13,14 @@ use std::sync::{Arc, RwLock};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::approvals::{Approvals, Choice, Kind, Pending};
+use portico::server::RequestContext;
+
+use crate::approvals::{Answer, Approvals, Choice, Kind, Pending};
 use crate::audit::{Approval, AuditLog, Decision as AuditDecision, Entry, Status};
 use crate::config::{ApprovalsConfig, Config};
-use crate::policy::{Action, AlwaysRule, AlwaysStore, Policy, RateLimits, Request};
+use crate::policy::{Action, AlwaysRule, AlwaysStore, Method as PolicyMethod, Policy, RateLimits, Request};
 use crate::registry::ToolEntry;
-use crate::router::{Answer, Call, Outcome, Oversight, Review, Verdict};
+use crate::router::{Answer as Returned, Call, Outcome, Oversight, Review, ServerMethod, ServerRequest, Verdict};
 
 /// What the supervisor decides with; replaced whole on reload.
 struct Rules {
@@ -137,14 +139,18 @@ impl Supervisor {
         self.rules.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
+    /// A refusal while the activity log cannot be written (fail-closed).
+    fn log_refusal(&self) -> Option<Verdict> {
+        let log = self.audit.as_ref().filter(|log| !log.healthy())?;
+        Some(Verdict::deny(format!(
+            "the activity log cannot be written ({}), and calls are refused until it can",
+            log.health().reason.unwrap_or_else(|| "unknown error".to_owned())
+        )))
+    }
+
     async fn decide(&self, call: &Call<'_>) -> Verdict {
-        if let Some(log) = &self.audit
-            && !log.healthy()
-        {
-            return Verdict::deny(format!(
-                "the activity log cannot be written ({}), and calls are refused until it can",
-                log.health().reason.unwrap_or_else(|| "unknown error".to_owned())
-            ));
+        if let Some(refusal) = self.log_refusal() {
+            return refusal;
         }
         let rules = self.current();
         let trusted = rules.trusted.contains(&call.origin.server);
@@ -196,10 +202,7 @@ impl Supervisor {
         let pending = pending(call, Kind::Call, call.arguments.clone(), reason.clone());
         match self.approvals.request(pending, client).await {
             Ok(answer) => {
-                record["approval"] = json!({
-                    "channel": answer.channel, "who": answer.who, "choice": answer.choice.as_str(),
-                    "at": answer.at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
-                });
+                record["approval"] = approval_record(&answer);
                 match answer.choice {
                     Choice::Deny => Verdict::deny(format!("denied by {} ({})", answer.who, answer.channel)),
                     Choice::AllowAlways => {
@@ -218,6 +221,129 @@ impl Supervisor {
             }
             Err(e) => Verdict::deny(e.to_string()),
         }
+    }
+}
+
+/// An answer as the activity log records it.
+fn approval_record(answer: &Answer) -> Value {
+    json!({
+        "channel": answer.channel, "who": answer.who, "choice": answer.choice.as_str(),
+        "at": answer.at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+        "edited": answer.edited.is_some(),
+    })
+}
+
+impl Supervisor {
+    /// Policy for an upstream's request: sampling is `ask` by default, elicitation `allow`
+    /// (it is put to the person anyway, with the server's name); `roots/list` is only recorded.
+    async fn decide_server_request(&self, req: &ServerRequest<'_>) -> Verdict {
+        if let Some(refusal) = self.log_refusal() {
+            return refusal;
+        }
+        let method = match req.method {
+            ServerMethod::CreateMessage => PolicyMethod::CreateMessage,
+            ServerMethod::Elicit => PolicyMethod::Elicit,
+            _ => return Verdict::allow(),
+        };
+        let rules = self.current();
+        let mut preq = Request::new(method, req.server, "");
+        preq.trusted = rules.trusted.contains(req.server);
+        preq.arguments = req.params;
+        preq.principal = req.principal;
+        let decision = rules.policy.decide(&preq);
+        let mut record = json!({
+            "action": decision.action.as_str(),
+            "source": decision.source.to_string(),
+            "reason": decision.reason,
+            "always": decision.always,
+        });
+        if let Err(wait) = self.rates.check(&decision, &preq) {
+            record["action"] = json!("deny");
+            record["rate_limited"] = json!(true);
+            let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
+            v.record = record;
+            return v;
+        }
+        let mut verdict = match decision.action {
+            Action::Allow => Verdict::allow(),
+            Action::Deny => Verdict::deny(decision.refusal()),
+            Action::Ask => self.ask_server_request(req, method, &rules, &decision.reason, &mut record).await,
+            #[allow(unreachable_patterns)]
+            _ => Verdict::deny("an unknown decision"),
+        };
+        verdict.record = record;
+        verdict
+    }
+
+    async fn ask_server_request(
+        &self,
+        req: &ServerRequest<'_>,
+        method: PolicyMethod,
+        rules: &Rules,
+        reason: &Option<String>,
+        record: &mut Value,
+    ) -> Verdict {
+        let name = req.method.as_str();
+        let session = req.request.map(RequestContext::connection_id);
+        // A sampling request a person let through is shown again with its completion.
+        let review = req.method == ServerMethod::CreateMessage;
+        if self.approvals.session_allows(req.principal, session, req.server, name) {
+            record["approval"] = json!({ "channel": "session", "choice": "allow_session" });
+            return Verdict::allow();
+        }
+        let cfg = &rules.approvals;
+        let client = req.request.filter(|cx| cfg.client && cx.client_capabilities().supports_elicitation_form());
+        let http = cfg.http && self.http_attached.load(Ordering::SeqCst);
+        let terminal = cfg.terminal && self.terminal_attached.load(Ordering::SeqCst);
+        if client.is_none() && !http && !terminal {
+            return Verdict::deny(format!(
+                "server `{}` asked for {name}, which needs a person's approval, and nobody can be asked",
+                req.server
+            ));
+        }
+        let kind = if review { Kind::Sampling } else { Kind::Call };
+        let pending = pending_server(req, kind, req.params.clone(), reason.clone());
+        match self.approvals.request(pending, client).await {
+            Ok(answer) => {
+                record["approval"] = approval_record(&answer);
+                match answer.choice {
+                    Choice::Deny => Verdict::deny(format!("denied by {} ({})", answer.who, answer.channel)),
+                    choice => {
+                        if choice == Choice::AllowAlways
+                            && let Some(store) = &self.store
+                        {
+                            let rule = AlwaysRule::new(req.server, "").method(method).principal(req.principal);
+                            if let Err(e) = store.add(rule) {
+                                tracing::warn!(target: "portico::policy", "cannot store the \"always\" answer: {e}");
+                            }
+                        }
+                        let mut v = Verdict::allow();
+                        v.review_result = review;
+                        v.edited = answer.edited;
+                        v
+                    }
+                }
+            }
+            Err(e) => Verdict::deny(e.to_string()),
+        }
+    }
+}
+
+fn pending_server(req: &ServerRequest<'_>, kind: Kind, arguments: Value, reason: Option<String>) -> Pending {
+    let name = req.method.as_str().to_owned();
+    Pending {
+        id: String::new(),
+        kind,
+        server: req.server.to_owned(),
+        exposed: name.clone(),
+        original: name,
+        arguments,
+        reason,
+        principal: req.principal.to_owned(),
+        client: req.request.and_then(|cx| cx.client_info()).map(|i| format!("{} {}", i.name, i.version)),
+        session: req.request.map(|cx| cx.connection_id().get()),
+        requested_at: std::time::UNIX_EPOCH,
+        expires_at: std::time::UNIX_EPOCH,
     }
 }
 
@@ -247,13 +373,13 @@ impl Oversight for Supervisor {
         Box::pin(self.decide(call))
     }
 
-    fn review<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, answer: Answer<'a>) -> BoxFuture<'a, Review> {
+    fn review<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, answer: Returned<'a>) -> BoxFuture<'a, Review> {
         let _ = verdict;
         Box::pin(async move {
             let shown = match answer {
-                Answer::Tool(r) => serde_json::to_value(r),
-                Answer::Resource(r) => serde_json::to_value(r),
-                Answer::Prompt(r) => serde_json::to_value(r),
+                Returned::Tool(r) => serde_json::to_value(r),
+                Returned::Resource(r) => serde_json::to_value(r),
+                Returned::Prompt(r) => serde_json::to_value(r),
                 #[allow(unreachable_patterns)]
                 _ => Ok(Value::Null),
             }
@@ -278,6 +404,51 @@ impl Oversight for Supervisor {
         })
     }
 
+    fn before_server_request<'a>(&'a self, request: &'a ServerRequest<'a>) -> BoxFuture<'a, Verdict> {
+        Box::pin(self.decide_server_request(request))
+    }
+
+    fn review_server_answer<'a>(
+        &'a self,
+        request: &'a ServerRequest<'a>,
+        verdict: &'a Verdict,
+        answer: &'a Value,
+    ) -> BoxFuture<'a, Review> {
+        let _ = verdict;
+        Box::pin(async move {
+            let rules = self.current();
+            let client = request.request.filter(|_| rules.approvals.client);
+            let why = format!("the completion, before it goes back to server `{}`", request.server);
+            let pending = pending_server(request, Kind::Result, answer.clone(), Some(why));
+            match self.approvals.request(pending, client).await {
+                Ok(a) if a.choice.allows() => Review::Pass,
+                Ok(a) => Review::Withhold(format!("{} ({})", a.who, a.channel)),
+                Err(e) => Review::Withhold(e.to_string()),
+            }
+        })
+    }
+
+    fn after_server_request<'a>(
+        &'a self,
+        request: &'a ServerRequest<'a>,
+        verdict: &'a Verdict,
+        outcome: &'a Outcome<'a>,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(log) = &self.audit else { return };
+            let mut e = base_entry(request.method.as_str(), request.request, request.started, request.principal);
+            e.server = Some(request.server.to_owned());
+            if !request.params.is_null() {
+                e.arguments = Some(verdict.edited.clone().unwrap_or_else(|| request.params.clone()));
+            }
+            decided(&mut e, verdict);
+            ended(&mut e, outcome);
+            if let Err(err) = log.append(e).await {
+                tracing::error!(target: "portico::audit", "a record could not be written: {err}");
+            }
+        })
+    }
+
     fn reload(&self, config: &Config) -> Result<(), String> {
         Supervisor::reload(self, config).map_err(|e| e.to_string())
     }
@@ -297,11 +468,25 @@ impl Oversight for Supervisor {
 
 /// The activity log's record of a call.
 fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
-    let mut e = Entry::new(call.method.as_str());
-    e.start = Some(call.started);
+    let mut e = base_entry(call.method.as_str(), call.request, call.started, call.principal);
+    e.server = Some(call.origin.server.clone());
+    e.exposed = Some(call.exposed.to_owned());
+    e.original = Some(call.origin.name.clone());
+    if !call.arguments.is_null() {
+        e.arguments = Some(call.arguments.clone());
+    }
+    decided(&mut e, verdict);
+    ended(&mut e, outcome);
+    e
+}
+
+/// A record's who, when and protocol.
+fn base_entry(method: &str, cx: Option<&RequestContext>, started: std::time::SystemTime, principal: &str) -> Entry {
+    let mut e = Entry::new(method);
+    e.start = Some(started);
     e.end = Some(std::time::SystemTime::now());
-    e.principal = Some(call.principal.to_owned());
-    if let Some(cx) = call.request {
+    e.principal = Some(principal.to_owned());
+    if let Some(cx) = cx {
         e.client_name = cx.client_info().map(|i| i.name.clone());
         e.client_version = cx.client_info().map(|i| i.version.clone());
         e.session = Some(cx.connection_id().get().to_string());
@@ -311,12 +496,11 @@ fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
             other => other.to_string(),
         });
     }
-    e.server = Some(call.origin.server.clone());
-    e.exposed = Some(call.exposed.to_owned());
-    e.original = Some(call.origin.name.clone());
-    if !call.arguments.is_null() {
-        e.arguments = Some(call.arguments.clone());
-    }
+    e
+}
+
+/// The decision, rule, reason and approval of a record.
+fn decided(e: &mut Entry, verdict: &Verdict) {
     let record = &verdict.record;
     e.decision = record.get("action").and_then(Value::as_str).and_then(AuditDecision::from_name);
     e.rule = record.get("source").and_then(Value::as_str).map(str::to_owned);
@@ -329,6 +513,10 @@ fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
             a.get("at").and_then(Value::as_u64).map(|ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms));
         e.approval = Some(approval);
     }
+}
+
+/// How the request ended: status, error, result, sizes.
+fn ended(e: &mut Entry, outcome: &Outcome<'_>) {
     match outcome {
         Outcome::Refused(reason) => {
             e.status = if reason.contains("within") { Status::Timeout } else { Status::Denied };
@@ -341,13 +529,14 @@ fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
         }
         Outcome::Answered(answer) => {
             let (value, is_error, truncated) = match answer {
-                Answer::Tool(r) => (
+                Returned::Tool(r) => (
                     serde_json::to_value(r),
                     r.is_error == Some(true),
                     r.meta.as_ref().is_some_and(|m| m.contains_key(crate::TRUNCATED_META)),
                 ),
-                Answer::Resource(r) => (serde_json::to_value(r), false, false),
-                Answer::Prompt(r) => (serde_json::to_value(r), false, false),
+                Returned::Resource(r) => (serde_json::to_value(r), false, false),
+                Returned::Prompt(r) => (serde_json::to_value(r), false, false),
+                Returned::Client(v) => (Ok((*v).clone()), false, false),
                 #[allow(unreachable_patterns)]
                 _ => (Ok(Value::Null), false, false),
             };
@@ -364,5 +553,4 @@ fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
         #[allow(unreachable_patterns)]
         _ => {}
     }
-    e
 }

@@ -96,6 +96,52 @@ pub enum Answer<'a> {
     Resource(&'a ReadResourceResult),
     /// A prompt's messages.
     Prompt(&'a GetPromptResult),
+    /// The downstream side's answer to an upstream's request ([`ServerRequest`]): a sampling
+    /// completion, an elicitation's content, the roots.
+    Client(&'a Value),
+}
+
+/// Which request an upstream makes of the host's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerMethod {
+    /// `sampling/createMessage`: the upstream asks the client's model to answer.
+    CreateMessage,
+    /// `elicitation/create`: the upstream asks the person for input.
+    Elicit,
+    /// `roots/list`: the upstream asks which roots it may use.
+    ListRoots,
+}
+
+impl ServerMethod {
+    /// The MCP method name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServerMethod::CreateMessage => "sampling/createMessage",
+            ServerMethod::Elicit => "elicitation/create",
+            ServerMethod::ListRoots => "roots/list",
+        }
+    }
+}
+
+/// A request an upstream makes while a downstream call is in flight to it, on its way to that
+/// call's client. It passes the same oversight as calls: policy (sampling is `ask` by
+/// default), a person who may edit a sampling request and sees its completion, and the log.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ServerRequest<'a> {
+    /// What kind.
+    pub method: ServerMethod,
+    /// The upstream asking.
+    pub server: &'a str,
+    /// The request's params as the upstream sent them.
+    pub params: &'a Value,
+    /// Who made the downstream call the request belongs to.
+    pub principal: &'a str,
+    /// That downstream call, when there is one.
+    pub request: Option<&'a RequestContext>,
+    /// When the request reached the host.
+    pub started: std::time::SystemTime,
 }
 
 /// Whether a call may go on, and the decision as the activity log records it.
@@ -108,17 +154,19 @@ pub struct Verdict {
     pub review_result: bool,
     /// The decision for the record: rule, reason, approval (channel, who, when, scope).
     pub record: Value,
+    /// Params a person edited before the request goes on (a sampling request's messages).
+    pub edited: Option<Value>,
 }
 
 impl Verdict {
     /// Go on, nothing to record.
     pub fn allow() -> Verdict {
-        Verdict { refusal: None, review_result: false, record: Value::Null }
+        Verdict { refusal: None, review_result: false, record: Value::Null, edited: None }
     }
 
     /// Refuse with `reason`.
     pub fn deny(reason: impl Into<String>) -> Verdict {
-        Verdict { refusal: Some(reason.into()), review_result: false, record: Value::Null }
+        Verdict { refusal: Some(reason.into()), review_result: false, record: Value::Null, edited: None }
     }
 
     /// Whether the call may go on.
@@ -155,6 +203,36 @@ pub trait Oversight: Send + Sync + 'static {
     /// Sees how `call` ended (the activity log).
     fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
         let _ = (call, verdict, outcome);
+        Box::pin(async {})
+    }
+
+    /// Decides whether an upstream's request goes on to the downstream side (policy; may wait
+    /// for a person, who may edit it: [`Verdict::edited`]).
+    fn before_server_request<'a>(&'a self, request: &'a ServerRequest<'a>) -> BoxFuture<'a, Verdict> {
+        let _ = request;
+        Box::pin(async { Verdict::allow() })
+    }
+
+    /// Shows the downstream side's answer to a person before it goes back to the upstream, when
+    /// `verdict.review_result` is set (a sampling completion).
+    fn review_server_answer<'a>(
+        &'a self,
+        request: &'a ServerRequest<'a>,
+        verdict: &'a Verdict,
+        answer: &'a Value,
+    ) -> BoxFuture<'a, Review> {
+        let _ = (request, verdict, answer);
+        Box::pin(async { Review::Pass })
+    }
+
+    /// Sees how an upstream's request ended (the activity log).
+    fn after_server_request<'a>(
+        &'a self,
+        request: &'a ServerRequest<'a>,
+        verdict: &'a Verdict,
+        outcome: &'a Outcome<'a>,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (request, verdict, outcome);
         Box::pin(async {})
     }
 

@@ -27,11 +27,11 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::Stream;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::Host;
-use crate::approvals::{Answer, Approvals, Choice};
+use crate::approvals::{Answer, AnswerError, Approvals, Choice};
 use crate::config::{Config, Secret};
 
 /// What the admin routes need.
@@ -169,6 +169,9 @@ struct Decision {
     decision: String,
     #[serde(default)]
     who: Option<String>,
+    /// A sampling request's params as the person edited them.
+    #[serde(default)]
+    params: Option<Value>,
 }
 
 async fn answer_approval(
@@ -179,9 +182,13 @@ async fn answer_approval(
     let Some(choice) = Choice::parse(&d.decision) else {
         return refuse(StatusCode::BAD_REQUEST, "decision must be allow_once, allow_session, allow_always or deny");
     };
-    let answer = Answer::now(choice, "http", d.who.unwrap_or_else(|| "admin".to_owned()));
+    let mut answer = Answer::now(choice, "http", d.who.unwrap_or_else(|| "admin".to_owned()));
+    if let Some(params) = d.params {
+        answer = answer.with_edited(params);
+    }
     match admin.approvals.answer(&id, answer) {
         Ok(()) => Json(json!({ "id": id, "decision": choice.as_str() })).into_response(),
+        Err(e @ AnswerError::NotEditable(_)) => refuse(StatusCode::BAD_REQUEST, &e.to_string()),
         Err(e) => refuse(StatusCode::NOT_FOUND, &e.to_string()),
     }
 }

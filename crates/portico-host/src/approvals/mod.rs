@@ -94,12 +94,24 @@ pub struct Answer {
     /// When.
     #[serde(with = "unix_ms")]
     pub at: SystemTime,
+    /// The request as the person edited it, for a sampling request ([`Kind::Sampling`]): its
+    /// `sampling/createMessage` params, which go to the client's model in place of the
+    /// upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited: Option<Value>,
 }
 
 impl Answer {
     /// An answer given now.
     pub fn now(choice: Choice, channel: impl Into<String>, who: impl Into<String>) -> Answer {
-        Answer { choice, channel: channel.into(), who: who.into(), at: SystemTime::now() }
+        Answer { choice, channel: channel.into(), who: who.into(), at: SystemTime::now(), edited: None }
+    }
+
+    /// With the request as the person edited it (sampling requests only).
+    #[must_use]
+    pub fn with_edited(mut self, params: Value) -> Answer {
+        self.edited = Some(params);
+        self
     }
 }
 
@@ -180,6 +192,9 @@ pub enum AnswerError {
     /// No pending approval has that id (never, or already answered, expired or cancelled).
     #[error("no pending approval `{0}` (it may have been answered already)")]
     NotPending(String),
+    /// Edited params came for something other than a sampling request.
+    #[error("approval `{0}` is not a sampling request, so there is nothing to edit")]
+    NotEditable(String),
 }
 
 type SessionKey = (String, u64, String, String);
@@ -269,7 +284,15 @@ impl Approvals {
     /// # Errors
     /// When nothing with that id is pending.
     pub fn answer(&self, id: &str, answer: Answer) -> Result<(), AnswerError> {
-        let entry = lock(&self.inner.pending).remove(id);
+        let entry = {
+            let mut pending = lock(&self.inner.pending);
+            match pending.get(id) {
+                Some((p, _)) if answer.edited.is_some() && p.kind != Kind::Sampling => {
+                    return Err(AnswerError::NotEditable(id.to_owned()));
+                }
+                _ => pending.remove(id),
+            }
+        };
         let Some((pending, Some(tx))) = entry else {
             return Err(AnswerError::NotPending(id.to_owned()));
         };

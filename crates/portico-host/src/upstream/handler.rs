@@ -18,9 +18,13 @@ use portico::schema::{
     ErrorObject, ListRootsResult, LoggingMessageNotificationParams, Root,
 };
 use portico::server::RequestContext;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use super::{Shared, lock};
 use crate::config::ServerConfig;
+use crate::router::{Answer, Outcome, Review, ServerMethod, ServerRequest};
 
 /// Progress and log messages waiting to go to one call's caller; a flood beyond this is dropped
 /// (memory stays bounded).
@@ -115,24 +119,93 @@ fn relay_error(e: &portico::Error) -> ErrorObject {
     e.peer_error().cloned().unwrap_or_else(|| ErrorObject::internal_error(format!("the gateway's client: {e}")))
 }
 
+/// Runs an upstream's request through the host's oversight: policy (and a person, who may edit
+/// the params) before `send`, a person's review of the answer when the verdict asks for one,
+/// and the record after. A refusal is an error to the upstream that says why.
+async fn overseen<P, R, F>(
+    shared: &Shared,
+    method: ServerMethod,
+    cx: Option<&RequestContext>,
+    params: P,
+    send: F,
+) -> Result<R, ErrorObject>
+where
+    P: Serialize + DeserializeOwned,
+    R: Serialize,
+    F: AsyncFnOnce(P) -> Result<R, ErrorObject>,
+{
+    let raw = serde_json::to_value(&params).unwrap_or(Value::Null);
+    let request = ServerRequest {
+        method,
+        server: &shared.config.name,
+        params: &raw,
+        principal: crate::host::principal(cx),
+        request: cx,
+        started: std::time::SystemTime::now(),
+    };
+    let oversight = &shared.oversight;
+    let verdict = oversight.before_server_request(&request).await;
+    if let Some(reason) = &verdict.refusal {
+        oversight.after_server_request(&request, &verdict, &Outcome::Refused(reason)).await;
+        return Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("{}: refused: {reason}", method.as_str())));
+    }
+    let params = match &verdict.edited {
+        None => params,
+        Some(edited) => match serde_json::from_value(edited.clone()) {
+            Ok(p) => p,
+            Err(e) => {
+                let why = format!("the edited request is not a valid {} request: {e}", method.as_str());
+                oversight.after_server_request(&request, &verdict, &Outcome::Refused(&why)).await;
+                return Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, why));
+            }
+        },
+    };
+    match send(params).await {
+        Ok(answer) => {
+            let value = serde_json::to_value(&answer).unwrap_or(Value::Null);
+            if verdict.review_result
+                && let Review::Withhold(why) = oversight.review_server_answer(&request, &verdict, &value).await
+            {
+                let why = format!("the answer was withheld by the person reviewing it: {why}");
+                oversight.after_server_request(&request, &verdict, &Outcome::Refused(&why)).await;
+                return Err(ErrorObject::new(ErrorCode::INVALID_REQUEST, format!("{}: {why}", method.as_str())));
+            }
+            oversight.after_server_request(&request, &verdict, &Outcome::Answered(Answer::Client(&value))).await;
+            Ok(answer)
+        }
+        Err(e) => {
+            let text = e.message.clone();
+            oversight.after_server_request(&request, &verdict, &Outcome::Failed(&text)).await;
+            Err(e)
+        }
+    }
+}
+
 impl ClientHandler for UpstreamHandler {
     fn create_message(
         &self,
         params: CreateMessageRequestParams,
     ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
         Box::pin(async move {
-            let (_shared, cx) = self.caller("sampling/createMessage")?;
+            let (shared, cx) = self.caller("sampling/createMessage")?;
             if !cx.client_capabilities().supports_sampling() {
                 return Err(ErrorObject::method_not_found("sampling/createMessage"));
             }
-            cx.create_message(params).await.map_err(|e| relay_error(&e))
+            overseen(&shared, ServerMethod::CreateMessage, Some(&cx), params, async |p| {
+                cx.create_message(p).await.map_err(|e| relay_error(&e))
+            })
+            .await
         })
     }
 
     fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
         Box::pin(async move {
-            let (_shared, cx) = self.caller("elicitation/create")?;
-            cx.elicit(params).await.map_err(|e| relay_error(&e))
+            let (shared, cx) = self.caller("elicitation/create")?;
+            let params = named(&shared.config.name, params);
+            overseen(&shared, ServerMethod::Elicit, Some(&cx), params, async |p| {
+                cx.elicit(p).await.map_err(|e| relay_error(&e))
+            })
+            .await
         })
     }
 
@@ -141,12 +214,18 @@ impl ClientHandler for UpstreamHandler {
             let Some(shared) = self.shared.upgrade() else {
                 return Ok(ListRootsResult::new(Vec::new()));
             };
-            let configured = &shared.config.roots;
-            let downstream = match shared.calls.latest() {
-                Some(cx) if cx.client_capabilities().supports_roots() => cx.list_roots().await.ok().map(|r| r.roots),
-                _ => None,
-            };
-            Ok(ListRootsResult::new(intersect_roots(configured, downstream)))
+            let cx = shared.calls.latest();
+            overseen(&shared, ServerMethod::ListRoots, cx.as_ref(), Value::Null, async |_| {
+                let configured = &shared.config.roots;
+                let downstream = match &cx {
+                    Some(cx) if cx.client_capabilities().supports_roots() => {
+                        cx.list_roots().await.ok().map(|r| r.roots)
+                    }
+                    _ => None,
+                };
+                Ok(ListRootsResult::new(intersect_roots(configured, downstream)))
+            })
+            .await
         })
     }
 
@@ -187,6 +266,19 @@ impl ClientHandler for UpstreamHandler {
     fn on_resources_list_changed(&self) {
         self.changed();
     }
+}
+
+/// The elicitation's message, prefixed with the name of the server asking, so that no server
+/// can pose as the host or as another server.
+fn named(server: &str, mut params: ElicitRequestParams) -> ElicitRequestParams {
+    let message = match &mut params {
+        ElicitRequestParams::Form(p) => &mut p.message,
+        ElicitRequestParams::Url(p) => &mut p.message,
+        #[allow(unreachable_patterns)]
+        _ => return params,
+    };
+    *message = format!("[server `{server}` asks] {message}");
+    params
 }
 
 impl UpstreamHandler {

@@ -120,6 +120,8 @@ struct Shared {
     instances: isolate::Instances,
     /// Bumped when the catalog changes, for the host's registry.
     changes: watch::Sender<u64>,
+    /// What the upstream's own requests (sampling, elicitation, roots) pass through.
+    oversight: Arc<dyn crate::router::Oversight>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,13 +143,15 @@ impl std::fmt::Debug for Upstream {
 impl Upstream {
     /// Starts supervising `config` (a lazy or disabled server is not started yet). `changes` is
     /// bumped whenever the server's catalog changes. `info` is how the host introduces itself;
-    /// `ping` is how often a ready server is pinged.
+    /// `ping` is how often a ready server is pinged. The upstream's own requests (sampling,
+    /// elicitation, roots) pass `oversight`.
     pub fn start(
         config: ServerConfig,
         info: Implementation,
         ping: Option<Duration>,
         state_dir: std::path::PathBuf,
         changes: watch::Sender<u64>,
+        oversight: Arc<dyn crate::router::Oversight>,
     ) -> Upstream {
         let kind = match config.kind {
             ServerKind::Stdio { .. } => "stdio",
@@ -190,6 +194,7 @@ impl Upstream {
             calls: handler::InFlight::default(),
             instances: isolate::Instances::default(),
             changes,
+            oversight,
             config,
         });
         if shared.config.enabled {
