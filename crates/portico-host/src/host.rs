@@ -296,7 +296,7 @@ impl Host {
         let up = self
             .upstream(&origin.server)
             .ok_or_else(|| HostError::NotFound { what: "resource", name: uri.to_owned() })?;
-        let mut result = up.read_resource(&origin.name).await;
+        let mut result = up.read_resource(&origin.name, cx).await;
         if let Ok(r) = &mut result {
             crate::checks::expose_contents(&registry, &origin.server, &mut r.contents);
         }
@@ -332,7 +332,7 @@ impl Host {
         let up = self
             .upstream(&entry.origin.server)
             .ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
-        let mut result = up.get_prompt(&entry.origin.name, arguments).await;
+        let mut result = up.get_prompt(&entry.origin.name, arguments, cx).await;
         if let Ok(r) = &mut result {
             for m in &mut r.messages {
                 crate::checks::expose_blocks(&registry, &entry.origin.server, std::slice::from_mut(&mut m.content));

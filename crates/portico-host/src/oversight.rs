@@ -287,6 +287,13 @@ impl Supervisor {
         let session = req.request.map(RequestContext::connection_id);
         // A sampling request a person let through is shown again with its completion.
         let review = req.method == ServerMethod::CreateMessage;
+        if req.answered {
+            // Put to the person in the round that sent it; the retry brings the answer.
+            record["approval"] = json!({ "channel": "earlier round", "choice": "allow_once" });
+            let mut v = Verdict::allow();
+            v.review_result = review;
+            return v;
+        }
         if self.approvals.session_allows(req.principal, session, req.server, name) {
             record["approval"] = json!({ "channel": "session", "choice": "allow_session" });
             return Verdict::allow();

@@ -142,6 +142,9 @@ pub struct ServerRequest<'a> {
     pub request: Option<&'a RequestContext>,
     /// When the request reached the host.
     pub started: std::time::SystemTime,
+    /// The client's answer is already here: a 2026-07-28 retry carries it, so the request was
+    /// decided on (and put to a person, if policy said so) in the round that sent it.
+    pub answered: bool,
 }
 
 /// Whether a call may go on, and the decision as the activity log records it.

@@ -54,17 +54,33 @@ impl ClientHandler for Model {
 }
 
 async fn connect(gateway: &Gateway, model: Model, caps: ClientCapabilities) -> Client {
+    connect_in(gateway, model, caps, EraMode::Handshake(ProtocolVersion::V2025_11_25)).await
+}
+
+async fn connect_in(gateway: &Gateway, model: Model, caps: ClientCapabilities, era: EraMode) -> Client {
     let (client_end, server_end) = portico::transport::memory::pair();
     gateway.server().connect(server_end);
     Client::builder(Implementation::new("agent", "1.0.0"))
         .capabilities(caps)
         .handler(model)
-        // The handshake era: the gateway's call to the upstream stays open while the client
-        // answers (the stateless era's input-required rounds are tested apart).
-        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .era(era)
         .connect(client_end)
         .await
         .expect("connect")
+}
+
+async fn supervised(dir: &std::path::Path) -> (Arc<Supervisor>, Host, Gateway) {
+    // The admin API answers; the client's forms are for the upstream's own elicitations.
+    let policy = "[approvals]\nchannels = [\"http\"]\n\n[[policy.rules]]\ntool = \"ev__*\"\ndecision = \"allow\"\n\n";
+    let config = common::config_in(dir, &format!("{policy}{}", common::everything("ev", "")));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    supervisor.attach_http(true);
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    (supervisor, host, gateway)
 }
 
 /// Answers the next pending approval of `kind` as `answer` says, returning what it showed.
@@ -88,16 +104,7 @@ fn text(r: &portico::schema::CallToolResult) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_is_asked_edited_reviewed_and_recorded_and_elicitation_names_its_server() {
     let dir = tempfile::tempdir().expect("tmp");
-    let policy = "[[policy.rules]]\ntool = \"ev__*\"\ndecision = \"allow\"\n\n";
-    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
-    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
-    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
-    // The admin API is the channel here (the client has no forms).
-    supervisor.attach_http(true);
-    let host = Host::with_oversight(config, supervisor.clone());
-    host.ready(Duration::from_secs(60)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let (supervisor, host, gateway) = supervised(dir.path()).await;
     let model = Model::default();
     let c = connect(&gateway, model.clone(), ClientCapabilities::new().with_sampling(false)).await;
     let mut events = supervisor.approvals().subscribe();
@@ -196,5 +203,55 @@ async fn sampling_is_asked_edited_reviewed_and_recorded_and_elicitation_names_it
     assert!(log.verify().await.expect("verify").first_bad_seq().is_none());
     c.close().await;
     c2.close().await;
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_2026_07_28_an_upstreams_input_requests_pass_through_and_the_person_is_asked_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (supervisor, host, gateway) = supervised(dir.path()).await;
+    let model = Model::default();
+    let caps = ClientCapabilities::new().with_sampling(false).with_elicitation(true, false);
+    let c = connect_in(&gateway, model.clone(), caps, EraMode::Stateless).await;
+    assert!(c.protocol_version().is_stateless());
+    let mut events = supervisor.approvals().subscribe();
+
+    let call = {
+        let c = c.clone();
+        tokio::spawn(async move { c.call_tool("ev__summarize", json!({ "text": "secret plans" })).await })
+    };
+    decide(&supervisor, Kind::Sampling, |params| {
+        let mut edited = params.clone();
+        edited["messages"][0]["content"]["text"] = json!("a harmless question");
+        Answer::now(Choice::AllowOnce, "http", "ada").with_edited(edited)
+    })
+    .await;
+    let completion = decide(&supervisor, Kind::Result, |_| Answer::now(Choice::AllowOnce, "http", "ada")).await;
+    assert_eq!(completion.pointer("/content/text"), Some(&json!("saw: a harmless question")), "{completion}");
+    let r = tokio::time::timeout(Duration::from_secs(20), call).await.expect("ends").expect("join").expect("call");
+    assert_eq!(text(&r), "saw: a harmless question", "{r:?}");
+    assert_eq!(model.prompts.lock().expect("prompts").as_slice(), ["a harmless question"], "asked once");
+    let mut sampling_asks = 0;
+    while let Ok(e) = events.try_recv() {
+        sampling_asks += usize::from(matches!(e, Event::Requested(p) if p.kind == Kind::Sampling));
+    }
+    assert_eq!(sampling_asks, 1, "the retry does not put the same request to the person again");
+
+    // An elicitation through input-required rounds, named for its server.
+    let r = c.call_tool("ev__greet_user", json!({})).await.expect("call");
+    assert_eq!(text(&r), "Hello, Ada!");
+    assert_eq!(model.elicited.lock().expect("elicited").as_slice(), ["[server `ev` asks] What is your name?"]);
+
+    // Roots: the client has none declared, so the configured ones answer (none here).
+    let r = c.call_tool("ev__roots", json!({})).await.expect("call");
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&Filter::new()).await.expect("query");
+    let methods: Vec<&str> = records.iter().map(|r| r.method.as_str()).collect();
+    assert_eq!(methods.iter().filter(|m| **m == "sampling/createMessage").count(), 1, "{methods:?}");
+    assert_eq!(methods.iter().filter(|m| **m == "elicitation/create").count(), 1, "{methods:?}");
+    c.close().await;
     host.shutdown().await;
 }

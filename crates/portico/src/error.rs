@@ -63,7 +63,10 @@ impl Error {
         Error::new(ErrorKind::Closed, message)
     }
 
-    pub(crate) fn local(message: impl Into<String>) -> Self {
+    /// An error raised on this side, not by the peer ([`ErrorKind::Local`]): what an
+    /// [`InputHandler`](crate::client::InputHandler) or other callback returns when it cannot
+    /// go on. The message reaches whoever made the call: keep secrets out of it.
+    pub fn local(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Local, message)
     }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use common::*;
 use portico::schema::{
-    ElicitRequestFormParams, ElicitRequestParams, ElicitResult, Implementation, RequestedSchema, StringSchema, Tool,
-    object,
+    ElicitRequestFormParams, ElicitRequestParams, ElicitResult, Implementation, InputRequest, InputResponse,
+    RequestedSchema, StringSchema, Tool, object,
 };
 use portico::server::{RequestContext, Server};
 use portico::transport::memory::{self, MemoryReader, MemoryWriter};
@@ -401,4 +401,80 @@ async fn a_stateless_tool_call_is_answered_and_refused_as_before_its_params_were
     assert_eq!(code(&r), -32602, "unknown tool");
     let r = raw.call("tools/call", json!({"name": 5, "_meta": meta(json!({}))})).await;
     assert_eq!(code(&r), -32602, "a name that is not a string");
+}
+
+/// A tool that passes on two input requests at once, under keys it was given.
+fn relaying_server() -> Server {
+    Server::builder(Implementation::new("relay", "1"))
+        .tool(Tool::new("both", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
+            let mut asks = std::collections::BTreeMap::new();
+            asks.insert("input-3".to_owned(), InputRequest::elicit(form("Name?", "name")));
+            asks.insert("colour".to_owned(), InputRequest::elicit(form("Colour?", "colour")));
+            let answers = cx.input_many(asks).await.map_err(|e| e.to_string())?;
+            let get = |key: &str, field: &str| match answers.get(key) {
+                Some(InputResponse::Elicitation(a)) => text(a, field),
+                _ => "?".to_owned(),
+            };
+            Ok::<_, String>(format!("{} likes {}", get("input-3", "name"), get("colour", "colour")))
+        })
+        .build()
+}
+
+#[tokio::test]
+async fn input_many_asks_everything_in_one_round_under_the_keys_given() {
+    let mut raw = Raw::with(relaying_server());
+    let caps = json!({"elicitation": {}});
+    let call = |extra: Value| {
+        let mut p = json!({"name": "both", "arguments": {}, "_meta": meta(caps.clone())});
+        for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+            p[k] = v;
+        }
+        p
+    };
+    let r = raw.call("tools/call", call(json!({}))).await;
+    let asked = r["result"]["inputRequests"].as_object().cloned().unwrap_or_default();
+    // Both at once, and a key of the form input-<n> is taken as given (it is another server's).
+    assert_eq!(asked.keys().collect::<Vec<_>>(), ["colour", "input-3"], "{r}");
+    let answers = json!({
+        "input-3": {"action": "accept", "content": {"name": "Ada"}},
+        "colour": {"action": "accept", "content": {"colour": "teal"}},
+    });
+    let state = r["result"]["requestState"].clone();
+    let r = raw.call("tools/call", call(json!({"inputResponses": answers, "requestState": state}))).await;
+    assert_eq!(r["result"]["content"][0]["text"], "Ada likes teal", "{r}");
+    // A client without the capability is told what it lacks, not asked.
+    let r = raw.call("tools/call", json!({"name": "both", "arguments": {}, "_meta": meta(json!({}))})).await;
+    assert!(r.get("error").is_some() || r["result"]["inputRequests"].is_null(), "{r}");
+}
+
+#[tokio::test]
+async fn a_call_answers_its_own_input_requests_and_declares_its_own_capabilities() {
+    use portico::client::{CallOptions, Client};
+    let (a, b) = memory::pair();
+    relaying_server().connect(b);
+    // The client itself declares nothing; the call declares elicitation and answers by itself.
+    let client = Client::builder(Implementation::new("gateway", "1")).connect(a).await.expect("connect");
+    assert!(client.protocol_version().is_stateless());
+    let rounds = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = rounds.clone();
+    let options = CallOptions::new()
+        .with_capabilities(portico::schema::ClientCapabilities::new().with_elicitation(true, false))
+        .with_input(move |requests| {
+            seen.lock().expect("rounds").push(requests.keys().cloned().collect::<Vec<_>>());
+            Box::pin(async move {
+                let mut out = portico::schema::InputResponses::new();
+                for (key, _) in requests {
+                    let field = if key == "colour" { "colour" } else { "name" };
+                    let content = json!({ field: format!("{key}!") }).as_object().cloned().unwrap_or_default();
+                    out.insert(key, InputResponse::Elicitation(ElicitResult::accept(content)));
+                }
+                Ok(out)
+            })
+        });
+    let r = client.call_tool_with("both", json!({}), options).await.expect("call");
+    assert_eq!(r.content.first().and_then(|c| c.as_text()), Some("input-3! likes colour!"));
+    assert_eq!(*rounds.lock().expect("rounds"), [vec!["colour".to_owned(), "input-3".to_owned()]], "one round");
+    // Without the per-call capabilities the server may not ask, and says so.
+    let err = client.call_tool("both", json!({})).await;
+    assert!(err.is_err() || err.as_ref().is_ok_and(|r| r.is_error == Some(true)), "{err:?}");
 }

@@ -10,8 +10,26 @@ use portico::server::RequestContext;
 
 use super::{Choice, Kind, Pending};
 
-/// The key of the approval's input request (2026-07-28 `inputRequests`).
-const KEY: &str = "portico-approval";
+/// The key of an approval's input request (2026-07-28 `inputRequests`): the same for the same
+/// question when a retry asks it again, and different for any other question of the same call
+/// (an approval and a later review, or two sampling requests), so one answer never stands for
+/// another.
+fn key(pending: &Pending) -> String {
+    use sha2::{Digest, Sha256};
+    let kind = match pending.kind {
+        Kind::Call => "call",
+        Kind::Result => "result",
+        Kind::Sampling => "sampling",
+    };
+    let mut h = Sha256::new();
+    for part in [pending.server.as_bytes(), b"\0", pending.exposed.as_bytes(), b"\0"] {
+        h.update(part);
+    }
+    h.update(serde_json::to_vec(&pending.arguments).unwrap_or_default());
+    let digest = h.finalize();
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("portico-{kind}-{hex}")
+}
 
 /// Asks the client of `cx` to decide `pending`; `None` when it declined, cancelled or failed
 /// (the approval then waits for another channel).
@@ -37,7 +55,7 @@ pub async fn ask_client(cx: &RequestContext, pending: &Pending) -> Option<Choice
     let schema = RequestedSchema::new()
         .with_required_property("decision", TitledSingleSelectEnumSchema::new(options).with_title("Decision"));
     let params = ElicitRequestParams::from(ElicitRequestFormParams::new(message, schema));
-    let answer = cx.input(KEY).elicit(params).await.ok()?;
+    let answer = cx.input(key(pending)).elicit(params).await.ok()?;
     match answer.action {
         ElicitAction::Accept => answer.content.as_ref()?.get("decision")?.as_str().and_then(Choice::parse),
         ElicitAction::Decline => Some(Choice::Deny),

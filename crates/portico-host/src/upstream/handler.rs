@@ -81,6 +81,22 @@ pub(crate) fn capabilities(_config: &ServerConfig) -> ClientCapabilities {
     ClientCapabilities::new().with_roots(true).with_sampling(false).with_elicitation(true, false)
 }
 
+/// What one call declares to a 2026-07-28 upstream: what the calling client can answer
+/// (sampling, elicitation by mode), and roots, which the host always answers from its config.
+/// The upstream then asks only for input that the client can give.
+pub(crate) fn capabilities_for(cx: &RequestContext) -> ClientCapabilities {
+    let down = cx.client_capabilities();
+    let mut caps = ClientCapabilities::new().with_roots(true);
+    if down.supports_sampling() {
+        caps = caps.with_sampling(down.supports_sampling_tools());
+    }
+    let (form, url) = (down.supports_elicitation_form(), down.supports_elicitation_url());
+    if form || url {
+        caps = caps.with_elicitation(form, url);
+    }
+    caps
+}
+
 pub(crate) struct UpstreamHandler {
     shared: Weak<Shared>,
     /// Log messages on their way downstream, in order; bounded (a flood is dropped).
@@ -142,6 +158,7 @@ where
         principal: crate::host::principal(cx),
         request: cx,
         started: std::time::SystemTime::now(),
+        answered: false,
     };
     let oversight = &shared.oversight;
     let verdict = oversight.before_server_request(&request).await;
@@ -270,7 +287,7 @@ impl ClientHandler for UpstreamHandler {
 
 /// The elicitation's message, prefixed with the name of the server asking, so that no server
 /// can pose as the host or as another server.
-fn named(server: &str, mut params: ElicitRequestParams) -> ElicitRequestParams {
+pub(crate) fn named(server: &str, mut params: ElicitRequestParams) -> ElicitRequestParams {
     let message = match &mut params {
         ElicitRequestParams::Form(p) => &mut p.message,
         ElicitRequestParams::Url(p) => &mut p.message,

@@ -8,6 +8,7 @@
 
 mod handler;
 mod isolate;
+mod relay;
 mod spawn;
 pub mod status;
 
@@ -368,9 +369,13 @@ impl Upstream {
                     }
                 });
                 let progress = tx.clone();
-                options = options.with_cancel(cx.cancellation().clone()).with_progress(move |p| {
-                    let _ = progress.try_send(handler::Forward::Progress(p));
-                });
+                options = options
+                    .with_cancel(cx.cancellation().clone())
+                    .with_progress(move |p| {
+                        let _ = progress.try_send(handler::Forward::Progress(p));
+                    })
+                    .with_input(relay::handler(self.shared.clone(), cx.clone()))
+                    .with_capabilities(handler::capabilities_for(cx));
                 (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
             }
             None => (None, None),
@@ -392,18 +397,26 @@ impl Upstream {
         }
     }
 
-    /// Reads the upstream resource `uri`.
+    /// Reads the upstream resource `uri`. With `cx`, the read runs on that client's instance
+    /// (`isolate = "per-client"`), its cancellation reaches the upstream, and the upstream's
+    /// input requests go to its client.
     ///
     /// # Errors
     /// Any [`UpstreamError`].
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, UpstreamError> {
-        let mut result = self.limited(|c| async move { c.read_resource(uri).await }).await?;
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cx: Option<&RequestContext>,
+    ) -> Result<ReadResourceResult, UpstreamError> {
+        let options = self.options_for(cx);
+        let mut result = self.limited(cx, |c| async move { c.read_resource_with(uri, options).await }).await?;
         crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
     }
 
-    /// Gets the upstream prompt `name` with `arguments`.
+    /// Gets the upstream prompt `name` with `arguments`; `cx` as for
+    /// [`read_resource`](Self::read_resource).
     ///
     /// # Errors
     /// Any [`UpstreamError`].
@@ -411,20 +424,38 @@ impl Upstream {
         &self,
         name: &str,
         arguments: std::collections::BTreeMap<String, String>,
+        cx: Option<&RequestContext>,
     ) -> Result<GetPromptResult, UpstreamError> {
-        let mut result = self.limited(|c| async move { c.get_prompt(name, arguments).await }).await?;
+        let options = self.options_for(cx);
+        let mut result = self.limited(cx, |c| async move { c.get_prompt_with(name, arguments, options).await }).await?;
         crate::checks::strip_meta(&mut result.meta);
         self.check_size(&result)?;
         Ok(result)
     }
 
-    /// Runs `request` on the shared client within the server's concurrency limit and timeout,
-    /// with its failures named for the server.
-    async fn limited<T, Fut>(&self, request: impl FnOnce(Arc<Client>) -> Fut) -> Result<T, UpstreamError>
+    /// A read's or prompt get's options for a call from `cx`: its cancellation, and its
+    /// client for the upstream's input requests.
+    fn options_for(&self, cx: Option<&RequestContext>) -> CallOptions {
+        match cx {
+            Some(cx) => CallOptions::new()
+                .with_cancel(cx.cancellation().clone())
+                .with_input(relay::handler(self.shared.clone(), cx.clone()))
+                .with_capabilities(handler::capabilities_for(cx)),
+            None => CallOptions::new(),
+        }
+    }
+
+    /// Runs `request` on `cx`'s client (see [`client_for`](Self::client_for)) within the
+    /// server's concurrency limit and timeout, with its failures named for the server.
+    async fn limited<T, Fut>(
+        &self,
+        cx: Option<&RequestContext>,
+        request: impl FnOnce(Arc<Client>) -> Fut,
+    ) -> Result<T, UpstreamError>
     where
         Fut: std::future::Future<Output = Result<T, portico::Error>>,
     {
-        let client = self.client().await?;
+        let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
         tokio::time::timeout(self.shared.config.timeout, request(client))
             .await

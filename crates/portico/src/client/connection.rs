@@ -80,14 +80,19 @@ impl Inner {
     }
 
     /// Fills `_meta` for the era: progress token always, the stateless fields in 2026-07-28.
-    pub(super) fn stamp(&self, meta: &mut Option<RequestMeta>, token: Option<portico_schema::ProgressToken>) {
+    pub(super) fn stamp(
+        &self,
+        meta: &mut Option<RequestMeta>,
+        token: Option<portico_schema::ProgressToken>,
+        caps: Option<&portico_schema::ClientCapabilities>,
+    ) {
         let m = meta.get_or_insert_with(RequestMeta::new);
         if token.is_some() {
             m.progress_token = token;
         }
         if self.version.is_stateless() {
             m.protocol_version = Some(self.version.as_str().to_owned());
-            m.client_capabilities = Some(self.caps.clone());
+            m.client_capabilities = Some(caps.unwrap_or(&self.caps).clone());
             m.client_info = Some(self.info.clone());
             if let Some(level) = *lock(&self.log_level) {
                 m.log_level = Some(level);
@@ -105,7 +110,7 @@ impl Inner {
         call: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
         let (options, token) = self.options(call);
-        self.stamp(params.meta_mut(), token);
+        self.stamp(params.meta_mut(), token, call.capabilities.as_ref());
         self.transmit(method, Some(&params), options).await
     }
 
@@ -150,7 +155,11 @@ impl Inner {
                 None | Some(ResultType::Complete) => return decode(method, &raw),
                 Some(ResultType::InputRequired) if self.version.is_stateless() => {
                     let ir: InputRequiredResult = decode(method, &raw)?;
-                    let responses = self.fulfil(ir.input_requests.unwrap_or_default()).await?;
+                    let requests = ir.input_requests.unwrap_or_default();
+                    let responses = match &call.on_input {
+                        Some(answer) => answer(requests).await?,
+                        None => self.fulfil(requests).await?,
+                    };
                     params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
                 }
                 Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),

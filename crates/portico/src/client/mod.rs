@@ -234,6 +234,33 @@ pub struct CallOptions {
     pub on_progress: Option<ProgressSink>,
     /// Cancels the call (the server is sent `notifications/cancelled`).
     pub cancel: Option<CancellationToken>,
+    /// Answers this call's 2026-07-28 input requests in place of the client's handler.
+    pub on_input: Option<InputHandler>,
+    /// The capabilities this call declares (2026-07-28) in place of the client's own.
+    pub capabilities: Option<portico_schema::ClientCapabilities>,
+}
+
+/// Answers one round of a call's 2026-07-28 input requests (`inputRequests`, by key) with
+/// responses under the same keys; see [`CallOptions::with_input`].
+pub type InputHandler = Arc<
+    dyn Fn(
+            std::collections::BTreeMap<String, portico_schema::InputRequest>,
+        ) -> futures_util::future::BoxFuture<'static, Result<portico_schema::InputResponses, Error>>
+        + Send
+        + Sync,
+>;
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("max_timeout", &self.max_timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("cancel", &self.cancel)
+            .field("on_input", &self.on_input.is_some())
+            .field("capabilities", &self.capabilities)
+            .finish()
+    }
 }
 
 impl CallOptions {
@@ -259,6 +286,30 @@ impl CallOptions {
     /// Cancels the call when `token` is cancelled.
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = Some(token);
+        self
+    }
+    /// Declares `caps` for this call instead of the client's own capabilities (2026-07-28,
+    /// where each request carries them; a handshake-era session keeps what it declared at
+    /// `initialize`). A gateway declares what its own client can do, so that the server asks
+    /// only for input that client can give.
+    pub fn with_capabilities(mut self, caps: portico_schema::ClientCapabilities) -> Self {
+        self.capabilities = Some(caps);
+        self
+    }
+    /// Answers this call's input requests (2026-07-28 `input_required` results) with `f`
+    /// instead of the client's [`ClientHandler`]: all of one round's requests at once, by key,
+    /// as the server sent them. A gateway passes them on whole to its own client this way.
+    /// (Requests a handshake-era server sends during the call still go to the handler.)
+    pub fn with_input<F>(mut self, f: F) -> Self
+    where
+        F: Fn(
+                std::collections::BTreeMap<String, portico_schema::InputRequest>,
+            ) -> futures_util::future::BoxFuture<'static, Result<portico_schema::InputResponses, Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.on_input = Some(Arc::new(f));
         self
     }
 }
@@ -484,10 +535,23 @@ impl Client {
         name: &str,
         arguments: impl IntoIterator<Item = (String, String)>,
     ) -> Result<GetPromptResult, Error> {
+        self.get_prompt_with(name, arguments, CallOptions::new()).await
+    }
+
+    /// [`get_prompt`](Self::get_prompt) with per-call options (timeout, cancellation, input).
+    ///
+    /// # Errors
+    /// A protocol error from the server or a connection failure.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: impl IntoIterator<Item = (String, String)>,
+        options: CallOptions,
+    ) -> Result<GetPromptResult, Error> {
         let mut p = GetPromptRequestParams::new(name);
         let args: std::collections::BTreeMap<String, String> = arguments.into_iter().collect();
         p.arguments = if args.is_empty() { None } else { Some(args) };
-        self.inner.send_retrying(methods::PROMPTS_GET, p, &CallOptions::new()).await
+        self.inner.send_retrying(methods::PROMPTS_GET, p, &options).await
     }
 
     /// Reads a resource.
@@ -495,9 +559,16 @@ impl Client {
     /// # Errors
     /// A protocol error (not found: -32002 or -32602 by revision) or a connection failure.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, Error> {
-        self.inner
-            .send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &CallOptions::new())
-            .await
+        self.read_resource_with(uri, CallOptions::new()).await
+    }
+
+    /// [`read_resource`](Self::read_resource) with per-call options (timeout, cancellation,
+    /// input).
+    ///
+    /// # Errors
+    /// As for [`read_resource`](Self::read_resource).
+    pub async fn read_resource_with(&self, uri: &str, options: CallOptions) -> Result<ReadResourceResult, Error> {
+        self.inner.send_retrying(methods::RESOURCES_READ, ReadResourceRequestParams::new(uri), &options).await
     }
 
     /// `completion/complete`.
@@ -570,7 +641,7 @@ impl Client {
         let params = SubscriptionsListenRequestParams::new(filter);
         let task = tokio::spawn(async move {
             let mut params = params;
-            inner.stamp(&mut params.meta, None);
+            inner.stamp(&mut params.meta, None, None);
             let options = RequestOptions {
                 id: Some(id),
                 timeout: Duration::from_secs(u32::MAX as u64),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use portico_schema::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    Implementation, InputRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
+    Implementation, InputRequest, InputResponse, ListRootsResult, LoggingLevel, LoggingMessageNotificationParams,
     ProgressNotificationParams, ProgressToken, ProtocolVersion, RequestId, methods,
 };
 use serde::de::DeserializeOwned;
@@ -365,13 +365,90 @@ impl RequestContext {
         self.inner.input.as_ref().is_some_and(|s| s.in_task())
     }
 
-    async fn ask<T: DeserializeOwned>(&self, key: Option<String>, ask: Ask) -> Result<T, Error> {
-        if key.as_deref().is_some_and(is_auto_key) {
-            return Err(Error::local("input keys of the form input-<number> are reserved for Portico"));
+    /// Whether this request already holds an answer under `key` (2026-07-28: sent with the
+    /// client's retry, or kept from an earlier round), so asking under it returns at once. A
+    /// gateway uses it to know that a request it relays was decided on in an earlier round.
+    pub fn has_input(&self, key: &str) -> bool {
+        self.inner.input.as_ref().is_some_and(|s| s.responses.contains_key(key))
+    }
+
+    /// Asks the client for several inputs at once, under the keys given, and returns the
+    /// answers under the same keys. In 2026-07-28 they all go out in one input-required result
+    /// (the handler runs again when the client answers them, as with [`elicit`](Self::elicit));
+    /// in the handshake era, and in a task, they are asked one after another. Unlike
+    /// [`input`](Self::input), any key is taken as it is: this is for passing on another
+    /// server's `inputRequests` whole, keys included.
+    ///
+    /// # Errors
+    /// As for [`elicit`](Self::elicit), for any one of the requests.
+    pub async fn input_many(
+        &self,
+        requests: std::collections::BTreeMap<String, InputRequest>,
+    ) -> Result<portico_schema::InputResponses, Error> {
+        let mut out = portico_schema::InputResponses::new();
+        let batch = self.inner.version.is_stateless() && self.inner.input.as_ref().is_some_and(|s| !s.in_task());
+        let Some(state) = self.inner.input.as_ref().filter(|_| batch) else {
+            for (key, request) in requests {
+                let keyed = Some(key.clone());
+                let response = match request {
+                    InputRequest::Elicitation(r) => {
+                        InputResponse::Elicitation(self.ask_as(keyed, Ask::Elicit(r.params)).await?)
+                    }
+                    InputRequest::Sampling(r) => {
+                        InputResponse::Sampling(self.ask_as(keyed, Ask::Sample(r.params)).await?)
+                    }
+                    InputRequest::ListRoots(_) => InputResponse::ListRoots(self.ask_as(keyed, Ask::Roots).await?),
+                    _ => return Err(Error::local("an input request of a kind this version does not know")),
+                };
+                out.insert(key, response);
+            }
+            return Ok(out);
+        };
+        let mut waiting = false;
+        for (key, request) in requests {
+            let ask = match request {
+                InputRequest::Elicitation(r) => Ask::Elicit(r.params),
+                InputRequest::Sampling(r) => Ask::Sample(r.params),
+                InputRequest::ListRoots(_) => Ask::Roots,
+                _ => return Err(Error::local("an input request of a kind this version does not know")),
+            };
+            let (supported, required) = self.requirement(&ask)?;
+            if let Some(answer) = state.responses.get(&key) {
+                let decoded = match &ask {
+                    Ask::Elicit(_) => serde_json::from_str(answer.get()).map(InputResponse::Elicitation),
+                    Ask::Sample(_) => serde_json::from_str(answer.get()).map(InputResponse::Sampling),
+                    Ask::Roots => serde_json::from_str(answer.get()).map(InputResponse::ListRoots),
+                };
+                if let Ok(response) = decoded {
+                    crate::sync::lock(&state.used).insert(key.clone());
+                    out.insert(key, response);
+                    continue;
+                }
+                *crate::sync::lock(&state.invalid) = Some(key);
+                state.signal.notify_one();
+                return std::future::pending().await;
+            }
+            if supported {
+                crate::sync::lock(&state.needed).insert(key, ask.into_request().0);
+            } else {
+                *crate::sync::lock(&state.missing_capability) = Some(required);
+            }
+            waiting = true;
         }
+        if waiting {
+            // The era layer ends the handler here and answers with an input-required result.
+            state.signal.notify_one();
+            return std::future::pending().await;
+        }
+        Ok(out)
+    }
+
+    /// Whether the client can take `ask` (and what it would have to declare), or an error
+    /// when the negotiated revision has no such request.
+    fn requirement(&self, ask: &Ask) -> Result<(bool, ClientCapabilities), Error> {
         let caps = &self.inner.client_caps;
         let v = self.inner.version;
-        let exists = match &ask {
+        let exists = match ask {
             Ask::Elicit(ElicitRequestParams::Url(_)) => v.has_url_elicitation_and_sampling_tools(),
             Ask::Elicit(_) => v.has_elicitation(),
             Ask::Sample(p) if p.tools.is_some() => v.has_url_elicitation_and_sampling_tools(),
@@ -381,7 +458,7 @@ impl RequestContext {
             // A client may declare more than its negotiated revision has; never send it.
             return Err(Error::new(ErrorKind::PeerIncompatible, format!("protocol revision {v} has no such request")));
         }
-        let (supported, required) = match &ask {
+        Ok(match ask {
             Ask::Elicit(ElicitRequestParams::Url(_)) => {
                 (caps.supports_elicitation_url(), ClientCapabilities::new().with_elicitation(false, true))
             }
@@ -393,7 +470,19 @@ impl RequestContext {
             }
             Ask::Sample(_) => (caps.supports_sampling(), ClientCapabilities::new().with_sampling(false)),
             Ask::Roots => (caps.supports_roots(), ClientCapabilities::new().with_roots(false)),
-        };
+        })
+    }
+
+    async fn ask<T: DeserializeOwned>(&self, key: Option<String>, ask: Ask) -> Result<T, Error> {
+        if key.as_deref().is_some_and(is_auto_key) {
+            return Err(Error::local("input keys of the form input-<number> are reserved for Portico"));
+        }
+        self.ask_as(key, ask).await
+    }
+
+    /// [`ask`](Self::ask) under any key.
+    async fn ask_as<T: DeserializeOwned>(&self, key: Option<String>, ask: Ask) -> Result<T, Error> {
+        let (supported, required) = self.requirement(&ask)?;
         if self.inner.version.is_stateless() {
             let Some(state) = &self.inner.input else {
                 return Err(Error::local(
