@@ -5,6 +5,7 @@
 //! Exit codes: 0 ok; 1 the tool reported an error (`isError`); 2 usage or config error;
 //! 3 upstream unavailable.
 
+mod approve_cmd;
 mod ask_tty;
 mod config_cmd;
 mod inspect;
@@ -59,6 +60,8 @@ enum Command {
     /// Explain policy decisions; list and revoke stored "always allow" answers.
     #[command(subcommand)]
     Policy(policy_cmd::PolicyCommand),
+    /// Answer the approvals a running gateway waits for (through its admin API).
+    Approve(approve_cmd::ApproveArgs),
 }
 
 /// `--json`: machine output.
@@ -142,6 +145,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Prompt(args) => target()?.prompt(args).await,
         Command::Config(cmd) => config_cmd::run(cli.config.as_deref(), cmd),
         Command::Policy(cmd) => policy_cmd::run(cli.config.as_deref(), cmd).await,
+        Command::Approve(args) => approve_cmd::run(cli.config.as_deref(), args).await,
         Command::Log(cmd) => log_cmd::run(cli.config.as_deref(), cmd.with_server(cli.server.clone())).await,
     }
 }

@@ -1,36 +1,13 @@
 //! The `portico` binary: verbs, exit codes, config errors, direct `--server`, config import,
 //! `serve` with a real client, and `kill -9` of the gateway leaving no child behind.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::{everything, portico, write};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn portico() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_portico"));
-    c.env_remove("PORTICO_CONFIG").env_remove("RUST_LOG");
-    c
-}
-
-/// Portico's `everything` example, built by `cargo test --workspace` (or built here).
-fn everything() -> PathBuf {
-    let exe = std::env::current_exe().expect("exe");
-    let path = exe.parent().and_then(Path::parent).expect("target dir").join("examples/everything");
-    if !path.exists() {
-        let ok = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "portico-mcp", "--example", "everything"])
-            .status()
-            .expect("cargo")
-            .success();
-        assert!(ok, "building the everything example failed");
-    }
-    path
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write");
-    p
-}
 
 /// A config that lets every call through (policy is tested on its own below).
 fn config(dir: &Path, servers: &str) -> PathBuf {
