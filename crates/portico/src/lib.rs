@@ -137,6 +137,7 @@ mod peek;
 #[cfg_attr(not(all(feature = "server", feature = "client")), allow(dead_code, unused_imports))]
 mod rpc;
 mod sync;
+pub mod trace;
 pub mod transport;
 
 #[cfg(all(feature = "server", feature = "client"))]

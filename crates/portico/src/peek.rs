@@ -33,9 +33,26 @@ pub(crate) struct RequestMeta<'a> {
     pub progress_token: Option<&'a RawValue>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
     pub log_level: Option<&'a RawValue>,
+    /// W3C trace context (raw: a value that is not a string is ignored, not refused).
+    #[serde(borrow, default)]
+    pub traceparent: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub tracestate: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub baggage: Option<&'a RawValue>,
 }
 
 impl RequestMeta<'_> {
+    /// The W3C trace context, when the `_meta` carries one.
+    pub fn trace(&self) -> Option<std::sync::Arc<crate::trace::TraceContext>> {
+        if self.traceparent.is_none() && self.tracestate.is_none() && self.baggage.is_none() {
+            return None;
+        }
+        let text = |r: Option<&RawValue>| r.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+        let (p, s, b) = (text(self.traceparent), text(self.tracestate), text(self.baggage));
+        crate::trace::TraceContext::from_parts(p.as_deref(), s.as_deref(), b.as_deref()).map(std::sync::Arc::new)
+    }
+
     /// True when the request names a protocol version in `_meta`: the dual-era rule makes it a
     /// stateless-era request, whatever its method.
     pub fn is_stateless(&self) -> bool {

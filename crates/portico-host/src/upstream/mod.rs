@@ -376,6 +376,9 @@ impl Upstream {
                     })
                     .with_input(relay::handler(self.shared.clone(), cx.clone()))
                     .with_capabilities(handler::capabilities_for(cx));
+                if let Some(trace) = cx.trace_context() {
+                    options = options.with_trace_context(trace.clone());
+                }
                 (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
             }
             None => (None, None),
@@ -436,12 +439,14 @@ impl Upstream {
     /// A read's or prompt get's options for a call from `cx`: its cancellation, and its
     /// client for the upstream's input requests.
     fn options_for(&self, cx: Option<&RequestContext>) -> CallOptions {
-        match cx {
-            Some(cx) => CallOptions::new()
-                .with_cancel(cx.cancellation().clone())
-                .with_input(relay::handler(self.shared.clone(), cx.clone()))
-                .with_capabilities(handler::capabilities_for(cx)),
-            None => CallOptions::new(),
+        let Some(cx) = cx else { return CallOptions::new() };
+        let options = CallOptions::new()
+            .with_cancel(cx.cancellation().clone())
+            .with_input(relay::handler(self.shared.clone(), cx.clone()))
+            .with_capabilities(handler::capabilities_for(cx));
+        match cx.trace_context() {
+            Some(trace) => options.with_trace_context(trace.clone()),
+            None => options,
         }
     }
 

@@ -111,6 +111,9 @@ impl Inner {
     ) -> Result<Box<RawValue>, Error> {
         let (options, token) = self.options(call);
         self.stamp(params.meta_mut(), token, call.capabilities.as_ref());
+        if let Some(trace) = &call.trace {
+            trace.write(&mut params.meta_mut().get_or_insert_with(RequestMeta::new).other);
+        }
         self.transmit(method, Some(&params), options).await
     }
 

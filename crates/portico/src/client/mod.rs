@@ -238,6 +238,8 @@ pub struct CallOptions {
     pub on_input: Option<InputHandler>,
     /// The capabilities this call declares (2026-07-28) in place of the client's own.
     pub capabilities: Option<portico_schema::ClientCapabilities>,
+    /// The W3C trace context sent in the request's `_meta`.
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// Answers one round of a call's 2026-07-28 input requests (`inputRequests`, by key) with
@@ -259,6 +261,7 @@ impl std::fmt::Debug for CallOptions {
             .field("cancel", &self.cancel)
             .field("on_input", &self.on_input.is_some())
             .field("capabilities", &self.capabilities)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -294,6 +297,12 @@ impl CallOptions {
     /// only for input that client can give.
     pub fn with_capabilities(mut self, caps: portico_schema::ClientCapabilities) -> Self {
         self.capabilities = Some(caps);
+        self
+    }
+    /// Sends `trace` (`traceparent`, `tracestate`, `baggage`) in the request's `_meta`, so the
+    /// server continues the caller's trace.
+    pub fn with_trace_context(mut self, trace: crate::trace::TraceContext) -> Self {
+        self.trace = Some(trace);
         self
     }
     /// Answers this call's input requests (2026-07-28 `input_required` results) with `f`

@@ -70,6 +70,8 @@ pub(crate) struct Inner {
     /// Ends the request's response stream early, where the transport can resume it.
     pub close_stream: Option<Arc<Notify>>,
     pub extensions: http::Extensions,
+    /// The W3C trace context in the request's `_meta`.
+    pub trace: Option<Arc<crate::trace::TraceContext>>,
 }
 
 /// Who decides whether a log message is sent.
@@ -363,6 +365,13 @@ impl RequestContext {
     /// True once this call runs as a task.
     pub fn is_task(&self) -> bool {
         self.inner.input.as_ref().is_some_and(|s| s.in_task())
+    }
+
+    /// The W3C trace context (`traceparent`, `tracestate`, `baggage`) in the request's
+    /// `_meta`, to continue the caller's trace; pass it on with
+    /// [`CallOptions::with_trace_context`](crate::client::CallOptions::with_trace_context).
+    pub fn trace_context(&self) -> Option<&crate::trace::TraceContext> {
+        self.inner.trace.as_deref()
     }
 
     /// Whether this request already holds an answer under `key` (2026-07-28: sent with the

@@ -176,6 +176,7 @@ impl EraLayer {
             last_progress: Mutex::new(None),
             close_stream: req.close_stream.clone(),
             extensions: req.extensions.clone(),
+            trace: era.trace.clone(),
         })
     }
 }

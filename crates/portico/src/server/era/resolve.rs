@@ -32,6 +32,8 @@ pub(crate) struct Era {
     pub progress_token: Option<ProgressToken>,
     /// `_meta` log level of a stateless request.
     pub log_level: Option<LoggingLevel>,
+    /// The W3C trace context in `_meta`.
+    pub trace: Option<Arc<crate::trace::TraceContext>>,
 }
 
 /// The era of a stateless request, resolved by the transport (in the request's extensions).
@@ -112,6 +114,7 @@ impl EraLayer {
                 info: Some(h.info.clone()),
                 progress_token,
                 log_level: None,
+                trace: peeked.meta.as_ref().and_then(RequestMeta::trace),
             })),
             None if method == methods::PING => Ok(None),
             None => Err(ErrorObject::invalid_params(format!(
@@ -174,7 +177,14 @@ impl EraLayer {
                 s
             }
         };
-        Ok(Era { version: v, caps: seen.caps.clone(), info: seen.info.clone(), progress_token, log_level })
+        Ok(Era {
+            version: v,
+            caps: seen.caps.clone(),
+            info: seen.info.clone(),
+            progress_token,
+            log_level,
+            trace: meta.trace(),
+        })
     }
 }
 

@@ -1,0 +1,71 @@
+//! A caller's W3C trace context (`traceparent`, `tracestate`, `baggage` in `_meta`) goes on to
+//! the upstream that serves the call, in both eras, so a trace continues across the gateway.
+
+mod common;
+
+use std::time::Duration;
+
+use portico::client::{CallOptions, Client, EraMode};
+use portico::schema::{Implementation, ProtocolVersion, Tool, object};
+use portico::server::{RequestContext, Server};
+use portico::trace::TraceContext;
+use portico::transport::http::server::StreamableHttp;
+use portico_host::Host;
+use portico_host::gateway::Gateway;
+use serde_json::json;
+
+/// An upstream whose tool answers with the trace context its request carried.
+fn traced() -> Server {
+    Server::builder(Implementation::new("traced", "1.0.0"))
+        .tool(
+            Tool::new("seen", object(json!({"type": "object"}))),
+            |_: serde_json::Value, cx: RequestContext| async move {
+                let t = cx.trace_context().cloned().unwrap_or_default();
+                format!("{:?}|{:?}|{:?}", t.traceparent, t.tracestate, t.baggage)
+            },
+        )
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_trace_context_reaches_the_upstream() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let endpoint = StreamableHttp::new(traced()).build();
+    let upstream = tokio::spawn(async move {
+        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = String::new();
+    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
+        cfg.push_str(&format!(
+            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
+        ));
+    }
+    let host = Host::start(common::config_in(dir.path(), &cfg));
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let trace = TraceContext::new(parent).with_tracestate("portico=1").with_baggage("user=ada");
+    for era in [EraMode::Stateless, EraMode::Handshake(ProtocolVersion::V2025_06_18)] {
+        let (a, b) = portico::transport::memory::pair();
+        gateway.server().connect(b);
+        let client = Client::builder(Implementation::new("agent", "1")).era(era).connect(a).await.expect("connect");
+        for tool in ["new__seen", "old__seen"] {
+            let options = CallOptions::new().with_trace_context(trace.clone());
+            let r = client.call_tool_with(tool, json!({}), options).await.expect("call");
+            assert_eq!(
+                common::text(&r),
+                format!("Some({parent:?})|Some(\"portico=1\")|Some(\"user=ada\")"),
+                "{era:?} → {tool}"
+            );
+            // Without one, none is made up.
+            let r = client.call_tool(tool, json!({})).await.expect("call");
+            assert_eq!(common::text(&r), "None|None|None", "{era:?} → {tool}");
+        }
+        client.close().await;
+    }
+    host.shutdown().await;
+    upstream.abort();
+}
