@@ -72,6 +72,7 @@ struct Inner {
     rebuilt: watch::Sender<u64>,
     oversight: Arc<dyn Oversight>,
     output_schemas: crate::checks::OutputSchemas,
+    metrics: crate::metrics::Metrics,
     stop: tokio_util::sync::CancellationToken,
 }
 
@@ -110,6 +111,7 @@ impl Host {
             rebuilt: watch::channel(0).0,
             oversight,
             output_schemas: crate::checks::OutputSchemas::default(),
+            metrics: crate::metrics::Metrics::default(),
             stop: tokio_util::sync::CancellationToken::new(),
         });
         let host = Host { inner };
@@ -228,13 +230,16 @@ impl Host {
         };
         let verdict = self.inner.oversight.before(&call).await;
         if let Some(reason) = &verdict.refusal {
-            self.inner.oversight.after(&call, &verdict, &Outcome::Refused(reason)).await;
+            self.after(&call, &verdict, &Outcome::Refused(reason)).await;
             return Ok(tool_error(format!("refused: {reason}")));
         }
         let Some(up) = self.upstream(&origin.server) else {
             return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)));
         };
-        match up.call_tool(&origin.name, arguments.clone(), cx).await {
+        let sent = std::time::Instant::now();
+        let upstream = up.call_tool(&origin.name, arguments.clone(), cx).await;
+        self.measured(&call, sent, &upstream);
+        match upstream {
             Ok(result) => {
                 let mut result = result;
                 crate::checks::expose_blocks(&registry, &origin.server, &mut result.content);
@@ -250,12 +255,12 @@ impl Host {
                 {
                     result = tool_error(format!("the result was withheld by the person reviewing it: {why}"));
                 }
-                self.inner.oversight.after(&call, &verdict, &Outcome::Answered(Answer::Tool(&result))).await;
+                self.after(&call, &verdict, &Outcome::Answered(Answer::Tool(&result))).await;
                 Ok(result)
             }
             Err(e) => {
                 let text = e.to_string();
-                self.inner.oversight.after(&call, &verdict, &Outcome::Failed(&text)).await;
+                self.after(&call, &verdict, &Outcome::Failed(&text)).await;
                 match e {
                     refused @ UpstreamError::Refused { .. } => Err(HostError::Upstream(refused)),
                     other => Ok(tool_error(other.to_string())),
@@ -296,7 +301,9 @@ impl Host {
         let up = self
             .upstream(&origin.server)
             .ok_or_else(|| HostError::NotFound { what: "resource", name: uri.to_owned() })?;
+        let sent = std::time::Instant::now();
         let mut result = up.read_resource(&origin.name, cx).await;
+        self.measured(&call, sent, &result);
         if let Ok(r) = &mut result {
             crate::checks::expose_contents(&registry, &origin.server, &mut r.contents);
         }
@@ -332,7 +339,9 @@ impl Host {
         let up = self
             .upstream(&entry.origin.server)
             .ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
+        let sent = std::time::Instant::now();
         let mut result = up.get_prompt(&entry.origin.name, arguments, cx).await;
+        self.measured(&call, sent, &result);
         if let Ok(r) = &mut result {
             for m in &mut r.messages {
                 crate::checks::expose_blocks(&registry, &entry.origin.server, std::slice::from_mut(&mut m.content));
@@ -376,12 +385,35 @@ impl Host {
         Ok(up.complete(params).await?)
     }
 
+    /// The end of every call: measured, then seen by oversight (the activity log).
+    async fn after(&self, call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) {
+        self.inner.metrics.call(call, outcome);
+        self.inner.oversight.after(call, verdict, outcome).await;
+    }
+
+    /// The upstream's part of a call, measured.
+    fn measured<T>(&self, call: &Call<'_>, sent: std::time::Instant, result: &Result<T, UpstreamError>) {
+        let error = match result {
+            Ok(_) => None,
+            Err(UpstreamError::Timeout { .. }) => Some("timeout"),
+            Err(UpstreamError::Refused { .. }) => Some("jsonrpc_error"),
+            Err(_) => Some("upstream_error"),
+        };
+        self.inner.metrics.upstream(call.method, &call.origin.server, sent.elapsed(), error);
+    }
+
+    /// What the host has measured, in Prometheus text format (`GET /metrics`), with `pending`
+    /// approvals.
+    pub fn metrics(&self, pending: usize) -> String {
+        self.inner.metrics.render(pending, &self.statuses())
+    }
+
     async fn pass(&self, call: &Call<'_>) -> Result<Verdict, HostError> {
         let verdict = self.inner.oversight.before(call).await;
         match &verdict.refusal {
             None => Ok(verdict),
             Some(reason) => {
-                self.inner.oversight.after(call, &verdict, &Outcome::Refused(reason)).await;
+                self.after(call, &verdict, &Outcome::Refused(reason)).await;
                 Err(HostError::Refused(reason.clone()))
             }
         }
@@ -401,14 +433,14 @@ impl Host {
                     && let Review::Withhold(why) = self.inner.oversight.review(call, verdict, answer).await
                 {
                     let reason = format!("the result was withheld by the person reviewing it: {why}");
-                    self.inner.oversight.after(call, verdict, &Outcome::Refused(&reason)).await;
+                    self.after(call, verdict, &Outcome::Refused(&reason)).await;
                     return Err(HostError::Refused(reason));
                 }
-                self.inner.oversight.after(call, verdict, &Outcome::Answered(answer)).await;
+                self.after(call, verdict, &Outcome::Answered(answer)).await;
                 Ok(())
             }
             Err(e) => {
-                self.inner.oversight.after(call, verdict, &Outcome::Failed(&e.to_string())).await;
+                self.after(call, verdict, &Outcome::Failed(&e.to_string())).await;
                 Ok(())
             }
         }

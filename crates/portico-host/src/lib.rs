@@ -40,6 +40,7 @@ mod checks;
 pub mod config;
 pub mod gateway;
 mod host;
+pub mod metrics;
 pub mod names;
 pub mod oversight;
 pub mod policy;

@@ -101,6 +101,7 @@ impl Admin {
             .route("/servers", get(servers))
             .route("/servers/{name}/restart", post(restart))
             .route("/tools", get(tools))
+            .route("/metrics", get(metrics))
             .layer(axum::middleware::from_fn_with_state(self.clone(), guard))
             .with_state(self.clone())
     }
@@ -158,6 +159,12 @@ async fn guard(State(admin): State<Admin>, headers: HeaderMap, request: Request,
         return r;
     }
     next.run(request).await
+}
+
+/// The host's metrics, in the OpenMetrics text format Prometheus scrapes.
+async fn metrics(State(admin): State<Admin>) -> Response {
+    let body = admin.host.metrics(admin.approvals.list().len());
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body).into_response()
 }
 
 async fn list_approvals(State(admin): State<Admin>) -> Response {
