@@ -13,6 +13,7 @@ mod log_cmd;
 mod output;
 mod policy_cmd;
 mod serve;
+mod telemetry;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -101,7 +102,7 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    init_logging(&cli.log);
+    let _telemetry = telemetry::init(&cli.log);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -122,16 +123,6 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code())
         }
     }
-}
-
-fn init_logging(filter: &str) {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(filter));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }
 
 async fn run(cli: Cli) -> Result<(), Failure> {

@@ -12,6 +12,7 @@ use portico::schema::{
 use portico::server::RequestContext;
 use serde_json::Value;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::config::{Config, ServerConfig};
 use crate::registry::{Catalog, Origin, Registry};
@@ -213,6 +214,16 @@ impl Host {
         arguments: Value,
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, HostError> {
+        let span = crate::telemetry::span(Method::CallTool, name, cx);
+        self.call_tool_in(name, arguments, cx).instrument(span).await
+    }
+
+    async fn call_tool_in(
+        &self,
+        name: &str,
+        arguments: Value,
+        cx: Option<&RequestContext>,
+    ) -> Result<CallToolResult, HostError> {
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
             return Ok(tool_error(format!("no tool `{name}` is offered")));
@@ -279,6 +290,16 @@ impl Host {
         from: Option<&str>,
         cx: Option<&RequestContext>,
     ) -> Result<ReadResourceResult, HostError> {
+        let span = crate::telemetry::span(Method::ReadResource, uri, cx);
+        self.read_resource_in(uri, from, cx).instrument(span).await
+    }
+
+    async fn read_resource_in(
+        &self,
+        uri: &str,
+        from: Option<&str>,
+        cx: Option<&RequestContext>,
+    ) -> Result<ReadResourceResult, HostError> {
         let registry = self.registry();
         let origin = match registry.resolve_uri(uri) {
             Some(origin) => origin,
@@ -316,6 +337,16 @@ impl Host {
     /// # Errors
     /// Not offered, refused, or the upstream failed.
     pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+        cx: Option<&RequestContext>,
+    ) -> Result<GetPromptResult, HostError> {
+        let span = crate::telemetry::span(Method::GetPrompt, name, cx);
+        self.get_prompt_in(name, arguments, cx).instrument(span).await
+    }
+
+    async fn get_prompt_in(
         &self,
         name: &str,
         arguments: BTreeMap<String, String>,
@@ -388,6 +419,7 @@ impl Host {
     /// The end of every call: measured, then seen by oversight (the activity log).
     async fn after(&self, call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) {
         self.inner.metrics.call(call, outcome);
+        crate::telemetry::ended(&tracing::Span::current(), outcome);
         self.inner.oversight.after(call, verdict, outcome).await;
     }
 

@@ -46,6 +46,7 @@ pub mod oversight;
 pub mod policy;
 pub mod registry;
 pub mod router;
+pub mod telemetry;
 pub mod upstream;
 
 pub use checks::TRUNCATED_META;

@@ -376,8 +376,8 @@ impl Upstream {
                     })
                     .with_input(relay::handler(self.shared.clone(), cx.clone()))
                     .with_capabilities(handler::capabilities_for(cx));
-                if let Some(trace) = cx.trace_context() {
-                    options = options.with_trace_context(trace.clone());
+                if let Some(trace) = crate::telemetry::outgoing(cx) {
+                    options = options.with_trace_context(trace);
                 }
                 (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
             }
@@ -444,8 +444,8 @@ impl Upstream {
             .with_cancel(cx.cancellation().clone())
             .with_input(relay::handler(self.shared.clone(), cx.clone()))
             .with_capabilities(handler::capabilities_for(cx));
-        match cx.trace_context() {
-            Some(trace) => options.with_trace_context(trace.clone()),
+        match crate::telemetry::outgoing(cx) {
+            Some(trace) => options.with_trace_context(trace),
             None => options,
         }
     }
