@@ -1108,3 +1108,47 @@ async fn portico_client_reaches_the_2026_era_over_stdio_when_upstreams_start_slo
     assert_eq!(to_value(&r)["content"][0]["text"], "ba");
     bounded("close", client.close()).await;
 }
+
+/// The person's own client answers Portico's approval forms: the Python SDK's elicitation
+/// callback, in the handshake era (an `elicitation/create` request) and in 2026-07-28 (an
+/// input-required result answered on the retry).
+#[test]
+fn python_sdk_client_answers_approvals_in_both_eras() {
+    if !peers_present("python_sdk_client_answers_approvals_in_both_eras", &[Peer::PythonSdk]) {
+        return;
+    }
+    for mode in ["legacy", "auto"] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The default policy: every tool call asks.
+        let text = format!(
+            "[gateway]\nstate_dir = {:?}\n\n[servers.px]\ncommand = {:?}\n",
+            dir.path().join("state").display().to_string(),
+            portico_everything().display().to_string()
+        );
+        let config = dir.path().join("portico.toml");
+        std::fs::write(&config, text).expect("write config");
+        let add = |a: i64, b: i64| json!({"tool": "px__add", "args": {"a": a, "b": b}});
+        let plan = json!({
+            "target": {"stdio": {"command": portico_bin(), "args": ["serve", "--config", config]}},
+            "mode": mode,
+            "calls": [add(1, 1), add(1, 2), add(2, 2), add(3, 3)],
+            "decisions": ["deny", "allow_once", "allow_session"],
+        });
+        let who = format!("Python SDK client (mode={mode}) answering approvals");
+        let report =
+            run_client(&who, Command::new(Peer::PythonSdk.path()).arg(fixture("py_client.py")).arg(plan.to_string()));
+        let calls = report["calls"].as_array().cloned().unwrap_or_default();
+        assert_eq!(calls.len(), 4, "{who}: {report}");
+        assert_eq!(calls[0]["isError"], true, "{who}: denied: {report}");
+        assert!(calls[0]["text"].as_str().is_some_and(|t| t.contains("denied by")), "{who}: {report}");
+        assert_eq!(calls[1]["structured"], json!({"sum": 3}), "{who}: allowed once: {report}");
+        assert_eq!(calls[2]["structured"], json!({"sum": 4}), "{who}: allowed for the session: {report}");
+        assert_eq!(calls[3]["structured"], json!({"sum": 6}), "{who}: the session's answer holds: {report}");
+        let asked = report["asked"].as_array().cloned().unwrap_or_default();
+        assert_eq!(asked.len(), 3, "{who}: asked three times, not for the fourth call: {report}");
+        for form in &asked {
+            let form = form.as_str().unwrap_or_default();
+            assert!(form.contains("server `px`") && form.contains("`add`"), "{who}: the form names both: {form}");
+        }
+    }
+}

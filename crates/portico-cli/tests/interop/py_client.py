@@ -8,7 +8,11 @@ PLAN_JSON:
      "mode": "auto" | "legacy",        # auto: server/discover, falling back to initialize
      "calls": [{"tool": "NAME", "args": {...}}, ...],
      "reads": ["URI", ...],
-     "prompts": [{"name": "NAME", "args": {...}}, ...]}
+     "prompts": [{"name": "NAME", "args": {...}}, ...],
+     "decisions": ["allow_once", ...]}  # optional: answers to Portico's approval forms, in order
+
+With "decisions", the client declares elicitation and answers each form Portico shows with the
+next decision (`{"decision": ...}`), recording the form's message under "asked".
 
 Prints one JSON object on stdout (see `report` below); each failed step is recorded with its
 error instead of stopping the run. Exits 0 unless connecting itself failed.
@@ -19,7 +23,7 @@ import sys
 import traceback
 
 import anyio
-from mcp import Client
+from mcp import Client, types
 from mcp.client.stdio import StdioServerParameters
 
 # Every step together must finish within this; the Rust test also bounds the process.
@@ -51,8 +55,17 @@ async def run(plan: dict) -> dict:
         server = StdioServerParameters(command=target["stdio"]["command"], args=target["stdio"].get("args", []))
     else:
         server = target["http"]
-    report: dict = {"sdk": "python"}
-    async with Client(server, mode=plan.get("mode", "auto"), cache=None) as client:
+    report: dict = {"sdk": "python", "asked": []}
+    decisions = list(plan.get("decisions", []))
+
+    async def answer_form(context, params):
+        report["asked"].append(params.message)
+        if not decisions:
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="accept", content={"decision": decisions.pop(0)})
+
+    extra = {"elicitation_callback": answer_form} if "decisions" in plan else {}
+    async with Client(server, mode=plan.get("mode", "auto"), cache=None, **extra) as client:
         report["protocolVersion"] = client.protocol_version
         info = client.server_info
         report["serverInfo"] = {"name": info.name, "version": info.version} if info else None
