@@ -261,3 +261,39 @@ fn calls_go_through_policy_and_an_ask_without_anyone_to_ask_is_refused() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("needs a person's approval"), "{out}");
 }
+
+#[test]
+fn kill_9_right_after_the_answers_loses_no_record() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &ev("ev"));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let calls = 64;
+    rt.block_on(async {
+        use portico::client::Client;
+        use portico::schema::Implementation;
+        use portico::transport::child::ChildProcess;
+        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
+            .args(["serve", "-c", cfg.to_str().expect("utf-8")])
+            .spawn()
+            .expect("spawn");
+        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let all = (0..calls).map(|i| {
+            let c = client.clone();
+            async move { c.call_tool("ev__add", serde_json::json!({"a": i, "b": 1})).await }
+        });
+        for r in futures_util::future::join_all(all).await {
+            assert_eq!(r.expect("call").is_error, None);
+        }
+        // Every answer is in; the gateway dies at once, with no chance to flush anything.
+        let pid = child.pid();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("kill");
+        let _ = tokio::time::timeout(Duration::from_secs(10), child.shutdown()).await;
+    });
+    let c = cfg.to_str().expect("utf-8");
+    let (code, out, err) = run(portico().args(["log", "--json", "-n", "1000", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 0, "{err}");
+    let records = out.lines().filter(|l| l.contains("\"tools/call\"")).count();
+    assert_eq!(records, calls, "every call a client got an answer for is in the log:\n{out}\n{err}");
+    let (code, out, err) = run(portico().args(["log", "verify", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 0, "the chain verifies after the crash: {out}{err}");
+}

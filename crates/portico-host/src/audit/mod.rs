@@ -180,6 +180,8 @@ pub struct AuditConfig {
     pub on_failure: OnFailure,
     /// How much is recorded.
     pub level: Level,
+    /// When an append returns.
+    pub wait: Wait,
     /// Records waiting for the writer at most.
     pub queue: usize,
     /// How long an append waits for room in a full queue.
@@ -194,6 +196,18 @@ pub struct AuditConfig {
     pub redact: RedactConfig,
     /// Retention.
     pub retention: RetentionConfig,
+}
+
+/// When [`AuditLog::append`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Wait {
+    /// Once the record is in the store or in the spool file: a crash of the host loses none
+    /// (appends made at the same time share one write).
+    #[default]
+    Written,
+    /// Once the writer's queue has it: faster, but a crash loses what is still queued.
+    Queued,
 }
 
 impl AuditConfig {
@@ -233,6 +247,11 @@ impl AuditConfig {
             None | Some("fail-closed") => OnFailure::FailClosed,
             Some("buffer") => OnFailure::Buffer,
             Some(other) => return Err(bad("on_failure", format!("`{other}` is not `fail-closed` or `buffer`"))),
+        };
+        let wait = match raw.wait.as_deref() {
+            None | Some("written") => Wait::Written,
+            Some("queued") => Wait::Queued,
+            Some(other) => return Err(bad("wait", format!("`{other}` is not `written` or `queued`"))),
         };
         let level = match raw.level.as_deref() {
             None => Level::default(),
@@ -284,6 +303,7 @@ impl AuditConfig {
             state_dir: state_dir.to_path_buf(),
             on_failure,
             level,
+            wait,
             queue: positive("queue", raw.queue, 8192)?,
             queue_timeout: duration("queue_timeout", &raw.queue_timeout, Duration::from_secs(5))?,
             batch: positive("batch", raw.batch, 1024)?,
@@ -310,6 +330,13 @@ pub enum AuditError {
     /// The log cannot be written now; with `fail-closed`, calls are refused until it can.
     #[error("the activity log cannot be written: {reason}")]
     Unavailable {
+        /// Why (the store's error, and the spool's).
+        reason: String,
+    },
+    /// The record was taken but is kept in memory only: neither the store nor the spool file
+    /// could be written. It is written when either can be; a crash before then loses it.
+    #[error("the activity log holds the record in memory only: {reason}")]
+    Held {
         /// Why (the store's error, and the spool's).
         reason: String,
     },
@@ -637,13 +664,15 @@ impl AuditLog {
         self.inner.redactor.as_ref()
     }
 
-    /// Records `entry`. Waits only while the queue is full (at most `queue_timeout`); the
-    /// record is written shortly after, in a batch.
+    /// Records `entry`. With `wait = "written"` (the default) it returns once the record is in
+    /// the store or the spool file (appends made meanwhile share the write); with `"queued"`,
+    /// once the writer's queue has it. Either wait is at most `queue_timeout`.
     ///
     /// # Errors
     /// [`AuditError::Unavailable`] at once while the store is down with `fail-closed` (or the
-    /// spool cannot be written with `buffer`); [`AuditError::QueueFull`],
-    /// [`AuditError::Closed`], [`AuditError::ReadOnly`].
+    /// spool cannot be written with `buffer`); [`AuditError::Held`] when the record could only
+    /// be kept in memory; [`AuditError::QueueFull`], [`AuditError::Closed`],
+    /// [`AuditError::ReadOnly`].
     pub async fn append(&self, entry: Entry) -> Result<(), AuditError> {
         let (Some(tx), Some(redactor)) = (&self.inner.tx, &self.inner.redactor) else {
             return Err(AuditError::ReadOnly);
@@ -654,17 +683,30 @@ impl AuditLog {
         let now = time::now_micros();
         let id = chain::ulid(u64::try_from(now / 1000).unwrap_or(0));
         let prepared = record::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
-        match tx.try_send(Msg::Record(Box::new(prepared))) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(AuditError::Closed),
-            Err(mpsc::error::TrySendError::Full(msg)) => {
-                let waited = self.inner.config.queue_timeout;
-                match tokio::time::timeout(waited, tx.send(msg)).await {
-                    Ok(Ok(())) => Ok(()),
-                    Ok(Err(_)) => Err(AuditError::Closed),
-                    Err(_) => Err(AuditError::QueueFull { waited }),
-                }
+        let (ack, written) = match self.inner.config.wait {
+            Wait::Written => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
             }
+            _ => (None, None),
+        };
+        let waited = self.inner.config.queue_timeout;
+        match tx.try_send(Msg::Record(Box::new(prepared), ack)) {
+            Ok(()) => {}
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(AuditError::Closed),
+            Err(mpsc::error::TrySendError::Full(msg)) => match tokio::time::timeout(waited, tx.send(msg)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Err(AuditError::Closed),
+                Err(_) => return Err(AuditError::QueueFull { waited }),
+            },
+        }
+        let Some(written) = written else { return Ok(()) };
+        match tokio::time::timeout(waited, written).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(AuditError::Closed),
+            Err(_) => Err(AuditError::Unavailable {
+                reason: format!("the record was not written within {} s (it stays queued)", waited.as_secs()),
+            }),
         }
     }
 

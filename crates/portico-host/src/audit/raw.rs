@@ -41,6 +41,9 @@ pub struct RawAudit {
     /// `request-response` (the default: arguments and result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<String>,
+    /// When an append returns: `written` (the default: once the record is in the store or the
+    /// spool file, so a crash of the host loses none) or `queued` (once the writer has it).
+    pub wait: Option<String>,
     /// Records waiting for the writer at most; 8192 when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<usize>,

@@ -24,7 +24,8 @@ use super::{AuditError, OnFailure};
 
 /// What the queue carries.
 pub(crate) enum Msg {
-    Record(Box<Prepared>),
+    /// A record, and where to say it is written (`wait = "written"`).
+    Record(Box<Prepared>, Option<oneshot::Sender<Result<(), AuditError>>>),
     Flush(oneshot::Sender<Result<(), AuditError>>),
     Close(oneshot::Sender<Result<(), AuditError>>),
 }
@@ -183,16 +184,34 @@ impl Writer {
     async fn handle(&mut self, msgs: Vec<Msg>) -> Option<oneshot::Sender<Result<(), AuditError>>> {
         let mut records = Vec::with_capacity(msgs.len());
         let mut flushes = Vec::new();
+        let mut acks = Vec::new();
         let mut close = None;
         for m in msgs {
             match m {
-                Msg::Record(p) => records.push(self.seal(*p)),
+                Msg::Record(p, ack) => {
+                    records.push(self.seal(*p));
+                    acks.extend(ack);
+                }
                 Msg::Flush(tx) => flushes.push(tx),
                 Msg::Close(tx) => close = Some(tx),
             }
         }
         if !records.is_empty() {
             self.persist(records).await;
+        }
+        if !acks.is_empty() {
+            // In the store or the spool file, unless the spool failed too and they are held in
+            // memory.
+            let kept = self.held.is_empty();
+            for ack in acks {
+                let _ = ack.send(if kept {
+                    Ok(())
+                } else {
+                    Err(AuditError::Held {
+                        reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()),
+                    })
+                });
+            }
         }
         for f in flushes {
             let _ = f.send(self.flushed());
