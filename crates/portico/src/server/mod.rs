@@ -116,7 +116,12 @@ struct Config {
     sealer: StateSealer,
     rpc: RpcConfig,
     tasks: tasks::TaskConfig,
+    /// Told when a client subscribes to a resource or stops.
+    on_subscription: Option<SubscriptionHook>,
 }
+
+/// What [`ServerBuilder::on_subscription`] is given.
+pub(crate) type SubscriptionHook = Arc<dyn Fn(&str, bool) + Send + Sync>;
 
 /// First pages of `tools/list`, encoded per revision, and the generation of the tool set they
 /// were made from: a page computed before a change is never stored after it.
@@ -188,6 +193,7 @@ impl Server {
                 sealer: StateSealer::random(),
                 rpc: RpcConfig { name: "server", ..RpcConfig::default() },
                 tasks: tasks::TaskConfig::default(),
+                on_subscription: None,
             },
             tools: false,
             resources: false,
@@ -228,6 +234,13 @@ impl Server {
             c.extensions = Some(ext);
         }
         c
+    }
+
+    /// Tells the subscription hook, if any.
+    pub(crate) fn subscription_changed(&self, uri: &str, watching: bool) {
+        if let Some(f) = &self.inner.config.on_subscription {
+            f(uri, watching);
+        }
     }
 
     pub(crate) fn tasks(&self) -> &tasks::TaskStore {
@@ -572,6 +585,17 @@ impl ServerBuilder {
     /// misspelled name would otherwise leave the tool without its layer, silently).
     pub fn tool_layer(mut self, name: impl Into<String>, layer: impl crate::middleware::McpLayer) -> Self {
         self.tool_layers.entry(name.into()).or_default().push(layer.into_layer_fn());
+        self
+    }
+
+    /// Calls `f(uri, true)` when a client starts watching the resource `uri`
+    /// (`resources/subscribe` in the handshake era, a `subscriptions/listen` naming it in
+    /// 2026-07-28) and `f(uri, false)` when it stops (unsubscribes, ends its listen, or its
+    /// connection closes): every `true` is matched by one `false`. A server whose resources
+    /// live elsewhere (a gateway) counts them to watch the source only while someone watches.
+    /// Keep `f` quick: it runs on the request's task.
+    pub fn on_subscription(mut self, f: impl Fn(&str, bool) + Send + Sync + 'static) -> Self {
+        self.config.on_subscription = Some(Arc::new(f));
         self
     }
 

@@ -64,6 +64,7 @@ impl EraLayer {
             .await
             .map_err(|_| ErrorObject::internal_error("connection closed"))?;
         let uris: HashSet<String> = honored.resource_subscriptions.clone().unwrap_or_default().into_iter().collect();
+        let _watching = Watching::start(&self.server, &uris);
         let params = serde_json::json!({ "_meta": meta });
         loop {
             // A client that went away (stdin closed) ends its subscription: nothing else would.
@@ -148,5 +149,29 @@ impl EraLayer {
                 }
             }
         });
+    }
+}
+
+/// A listen's resource subscriptions, told to the server's hook at the start and, however the
+/// listen ends, at the end.
+struct Watching<'a> {
+    server: &'a crate::server::Server,
+    uris: &'a HashSet<String>,
+}
+
+impl<'a> Watching<'a> {
+    fn start(server: &'a crate::server::Server, uris: &'a HashSet<String>) -> Self {
+        for uri in uris {
+            server.subscription_changed(uri, true);
+        }
+        Watching { server, uris }
+    }
+}
+
+impl Drop for Watching<'_> {
+    fn drop(&mut self) {
+        for uri in self.uris {
+            self.server.subscription_changed(uri, false);
+        }
     }
 }

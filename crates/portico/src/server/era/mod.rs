@@ -66,6 +66,16 @@ pub(crate) struct EraLayer {
     last_client: resolve::LastClient,
 }
 
+impl Drop for EraLayer {
+    /// A connection that ends ends its resource subscriptions.
+    fn drop(&mut self) {
+        let subs = std::mem::take(&mut *crate::sync::lock(&self.subscriptions));
+        for uri in subs {
+            self.server.subscription_changed(&uri, false);
+        }
+    }
+}
+
 fn parse<'a, T: Deserialize<'a>>(params: Option<&'a RawValue>) -> Result<T, ErrorObject> {
     serde_json::from_str(params.map_or("{}", |p| p.get()))
         .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}")))

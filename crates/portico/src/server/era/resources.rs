@@ -50,11 +50,13 @@ impl EraLayer {
     /// subscriptions, which [`start_forwarding`](Self::start_forwarding) reads.
     pub(super) fn subscribe(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
         let p: SubscribeRequestParams = parse(call.req.params.as_deref())?;
-        let mut subs = lock(&self.subscriptions);
-        if &*call.req.method == methods::RESOURCES_SUBSCRIBE {
-            subs.insert(p.uri);
-        } else {
-            subs.remove(&p.uri);
+        let subscribe = &*call.req.method == methods::RESOURCES_SUBSCRIBE;
+        let changed = {
+            let mut subs = lock(&self.subscriptions);
+            if subscribe { subs.insert(p.uri.clone()) } else { subs.remove(&p.uri) }
+        };
+        if changed {
+            self.server.subscription_changed(&p.uri, subscribe);
         }
         encode(&EmptyResult::new()).map(Step::Now)
     }
