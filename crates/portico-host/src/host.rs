@@ -73,6 +73,9 @@ struct Inner {
     oversight: Arc<dyn Oversight>,
     output_schemas: crate::checks::OutputSchemas,
     stop: tokio_util::sync::CancellationToken,
+    /// The calls in progress, and the tools switched off by a person.
+    activity: crate::activity::Activity,
+    switches: crate::switches::Switches,
 }
 
 impl std::fmt::Debug for Host {
@@ -111,6 +114,8 @@ impl Host {
             oversight,
             output_schemas: crate::checks::OutputSchemas::default(),
             stop: tokio_util::sync::CancellationToken::new(),
+            activity: crate::activity::Activity::new(),
+            switches: crate::switches::Switches::default(),
         });
         let host = Host { inner };
         {
@@ -195,6 +200,44 @@ impl Host {
     /// its upstream, and recorded. Every failure is a tool result with `isError` whose text says
     /// what happened and names the server.
     pub async fn call_tool(&self, name: &str, arguments: Value, cx: Option<&RequestContext>) -> CallToolResult {
+        self.call_tool_as(name, arguments, cx, None).await
+    }
+
+    /// [`call_tool`](Self::call_tool) on behalf of `principal`, from no client session: how the
+    /// host's own interfaces (the web UI's "try it") call a tool. Policy, approval and the
+    /// activity log see `principal`.
+    pub async fn call_tool_by(&self, name: &str, arguments: Value, principal: &str) -> CallToolResult {
+        self.call_tool_as(name, arguments, None, Some(principal)).await
+    }
+
+    /// The calls in progress through this host.
+    pub fn activity(&self) -> &crate::activity::Activity {
+        &self.inner.activity
+    }
+
+    /// The tools a person switched off.
+    pub fn switches(&self) -> &crate::switches::Switches {
+        &self.inner.switches
+    }
+
+    /// Switches the exposed tool `name` on or off for every client: an "off" tool is left out
+    /// of `tools/list` (clients get `list_changed`) and its calls are refused.
+    pub fn set_tool_enabled(&self, name: &str, on: bool) {
+        if self.inner.switches.set(name, on) {
+            self.inner.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    async fn call_tool_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        cx: Option<&RequestContext>,
+        by: Option<&str>,
+    ) -> CallToolResult {
+        if !self.inner.switches.is_on(name) {
+            return tool_error(format!("the tool `{name}` is switched off on this gateway"));
+        }
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
             return tool_error(format!("no tool `{name}` is offered"));
@@ -206,11 +249,15 @@ impl Host {
             origin,
             tool: Some(&entry.tool),
             arguments: &arguments,
-            principal: principal(cx),
+            principal: by.unwrap_or_else(|| principal(cx)),
             request: cx,
             started: std::time::SystemTime::now(),
         };
-        let verdict = self.inner.oversight.before(&call).await;
+        let tracked = self.inner.activity.begin(&call);
+        let verdict = match tracked.unless_cancelled(self.inner.oversight.before(&call)).await {
+            Some(verdict) => verdict,
+            None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
+        };
         if let Some(reason) = &verdict.refusal {
             self.inner.oversight.after(&call, &verdict, &Outcome::Refused(reason)).await;
             return tool_error(format!("refused: {reason}"));
@@ -218,7 +265,13 @@ impl Host {
         let Some(up) = self.upstream(&origin.server) else {
             return tool_error(format!("server `{}` is not configured any more", origin.server));
         };
-        match up.call_tool(&origin.name, arguments.clone(), cx).await {
+        tracked.running();
+        let sent = up.call_tool_observed(&origin.name, arguments.clone(), cx, Some(Arc::new(tracked.on_progress())));
+        let answer = tracked
+            .unless_cancelled(sent)
+            .await
+            .unwrap_or_else(|| Err(UpstreamError::Cancelled { server: origin.server.clone() }));
+        match answer {
             Ok(result) => {
                 let mut result = result;
                 crate::checks::expose_blocks(&registry, &origin.server, &mut result.content);
@@ -458,6 +511,9 @@ impl Host {
 
     /// Whether oversight leaves this tool out of `tools/list`.
     pub fn hides(&self, entry: &crate::registry::ToolEntry) -> bool {
+        if !self.inner.switches.is_on(&entry.tool.name) {
+            return true;
+        }
         let trusted = read(&self.inner.config).servers.get(&entry.origin.server).is_some_and(|s| s.trusted);
         self.inner.oversight.hides(entry, trusted)
     }

@@ -33,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+pub mod activity;
 pub mod admin;
 pub mod approvals;
 pub mod audit;
@@ -45,6 +46,7 @@ pub mod oversight;
 pub mod policy;
 pub mod registry;
 pub mod router;
+pub mod switches;
 pub mod upstream;
 
 pub use checks::TRUNCATED_META;
