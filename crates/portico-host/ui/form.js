@@ -14,7 +14,9 @@ const nextId = () => `f${++ids}`;
 function field(schema, name, required) {
   schema = schema && typeof schema === 'object' ? schema : {};
   const id = nextId();
-  const label = h('label', { for: id }, name, required ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null);
+  // The label is the name alone; "required" is the input's attribute, and a mark beside it.
+  const label = h('span', { class: 'label-row' },
+    h('label', { for: id }, name), required ? h('span', { class: 'req', 'aria-hidden': 'true' }, ' *') : null);
   const help = schema.description ? h('small', { id: `${id}-help` }, schema.description) : null;
   const described = help ? `${id}-help` : undefined;
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
