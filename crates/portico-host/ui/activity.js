@@ -56,7 +56,7 @@ export function mount(main, ctx) {
       h('dl', { class: 'facts' },
         h('dt', {}, 'Server'), h('dd', {}, c.server),
         h('dt', {}, 'Principal'), h('dd', {}, c.principal),
-        h('dt', {}, 'Client'), h('dd', {}, c.client || '—'),
+        h('dt', {}, 'Client'), h('dd', {}, c.client || (c.principal.startsWith('ui:') ? 'the web UI' : '—')),
         h('dt', {}, 'Elapsed'), h('dd', { class: 'elapsed', 'data-start': String(c.started_at) }, elapsed(Date.now() - c.started_at))),
       c.progress ? h('div', { class: 'progress' },
         c.progress.total ? h('progress', { max: String(c.progress.total), value: String(c.progress.progress), 'aria-label': 'Progress' }) : null,

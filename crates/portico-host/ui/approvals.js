@@ -58,7 +58,8 @@ export function mount(main, ctx) {
     p.reason ? h('p', {}, h('strong', {}, 'Why: '), p.reason) : null,
     h('section', {}, h('h3', {}, p.kind === 'result' ? 'Result' : p.kind === 'sampling' ? 'Messages' : 'Arguments'),
       tree(p.arguments),
-      h('p', { class: 'note' }, 'Values marked “redacted” were replaced by their keyed hash.')),
+      JSON.stringify(p.arguments ?? null).includes('"hmac-sha256:')
+        ? h('p', { class: 'note' }, 'Values marked “redacted” were replaced by their keyed hash.') : null),
     h('div', { class: 'actions', role: 'group', 'aria-label': 'Answer' },
       (p.kind === 'call' ? CHOICES : [['allow_once', p.kind === 'result' ? 'Pass it on' : 'Allow', ''], ['deny', p.kind === 'result' ? 'Withhold' : 'Deny', 'danger']])
         .map(([choice, label, cls]) => h('button', { type: 'button', class: cls, onclick: () => answer(p, choice, label) }, label))));

@@ -55,8 +55,8 @@ export function mount(main) {
             .map((k) => [h('dt', {}, k), h('dd', {}, typeof r[k] === 'string' ? r[k] : JSON.stringify(r[k]))])),
           r.reason ? h('p', { class: 'note' }, r.reason) : null)))
           : state('empty', 'No rules: the defaults decide.'),
-        h('h3', {}, 'Defaults'),
-        h('pre', { class: 'json' }, JSON.stringify(p.defaults || {}, null, 2)));
+        h('h3', {}, 'Defaults, when no rule matches'),
+        h('dl', { class: 'facts' }, Object.entries(p.defaults || {}).map(([k, v]) => [h('dt', {}, k), h('dd', {}, String(v))])));
     } catch (e) {
       fill(rules, state('error', `Cannot load the rules: ${e.message}`));
     }

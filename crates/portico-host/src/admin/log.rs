@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Admin, Refusal, refuse, sse};
+use super::{Admin, Refusal, sse};
 use crate::audit::{AuditLog, Filter, Record, time};
 
 /// Records one list answer holds at most.
@@ -27,7 +27,11 @@ pub(super) struct LogQuery {
 }
 
 impl LogQuery {
-    fn filter(self) -> Result<Filter, String> {
+    fn filter(self) -> Result<Filter, Refusal> {
+        self.parse().map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e))
+    }
+
+    fn parse(self) -> Result<Filter, String> {
         let now = time::now_micros();
         let when = |s: Option<String>| -> Result<_, String> {
             s.filter(|s| !s.is_empty()).map(|s| time::parse_when(&s, now).map(time::from_micros)).transpose()
@@ -71,47 +75,28 @@ fn summary(r: &Record) -> Value {
     })
 }
 
-pub(super) async fn list(State(admin): State<Admin>, Query(q): Query<LogQuery>) -> Response {
-    let log = match audit(&admin) {
-        Ok(log) => log,
-        Err(r) => return r.into_response(),
-    };
-    let filter = match q.filter() {
-        Ok(f) => f,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
-    match log.query(&filter).await {
-        Ok(records) => Json(records.iter().map(summary).collect::<Vec<_>>()).into_response(),
-        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    }
+pub(super) async fn list(State(admin): State<Admin>, Query(q): Query<LogQuery>) -> Result<Response, Refusal> {
+    let log = audit(&admin)?;
+    let records = log.query(&q.filter()?).await.map_err(unavailable)?;
+    Ok(Json(records.iter().map(summary).collect::<Vec<_>>()).into_response())
 }
 
 /// One record, whole: `{seq, hash, record}` with the record as it was hashed.
-pub(super) async fn show(State(admin): State<Admin>, Path(id): Path<String>) -> Response {
-    let log = match audit(&admin) {
-        Ok(log) => log,
-        Err(r) => return r.into_response(),
-    };
-    match log.show(&id).await {
-        Ok(Some(r)) => {
-            Json(json!({ "seq": r.seq, "hash": r.hash, "summary": summary(&r), "record": r.json() })).into_response()
-        }
-        Ok(None) => refuse(StatusCode::NOT_FOUND, "no such record"),
-        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    }
+pub(super) async fn show(State(admin): State<Admin>, Path(id): Path<String>) -> Result<Response, Refusal> {
+    let log = audit(&admin)?;
+    let r = log
+        .show(&id)
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "no such record"))?;
+    Ok(Json(json!({ "seq": r.seq, "hash": r.hash, "summary": summary(&r), "record": r.json() })).into_response())
 }
 
 /// Records appended from now on that match the query, each a `record` event.
-pub(super) async fn events(State(admin): State<Admin>, Query(q): Query<LogQuery>) -> Response {
-    let log = match audit(&admin) {
-        Ok(log) => log,
-        Err(r) => return r.into_response(),
-    };
-    let filter = match q.filter() {
-        Ok(f) => f,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &e),
-    };
-    sse(move |tx| async move {
+pub(super) async fn events(State(admin): State<Admin>, Query(q): Query<LogQuery>) -> Result<Response, Refusal> {
+    let log = audit(&admin)?;
+    let filter = q.filter()?;
+    Ok(sse(move |tx| async move {
         let after = log.last_seq().await.ok().flatten();
         let mut follow = match log.follow(&filter, after).await {
             Ok(f) => f,
@@ -140,26 +125,25 @@ pub(super) async fn events(State(admin): State<Admin>, Query(q): Query<LogQuery>
             }
         }
     })
-    .into_response()
+    .into_response())
 }
 
 /// Runs `verify` over the whole log.
-pub(super) async fn verify(State(admin): State<Admin>) -> Response {
-    let log = match audit(&admin) {
-        Ok(log) => log,
-        Err(r) => return r.into_response(),
-    };
-    match log.verify().await {
-        Ok(report) => Json(json!({
-            "ok": report.ok(),
-            "records": report.records,
-            "checkpoints": report.checkpoints,
-            "unsigned_tail": report.unsigned_tail,
-            "first_bad_seq": report.first_bad_seq(),
-            "problems": report.problems.len() as u64 + report.more_problems,
-            "text": report.to_string(),
-        }))
-        .into_response(),
-        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    }
+pub(super) async fn verify(State(admin): State<Admin>) -> Result<Response, Refusal> {
+    let log = audit(&admin)?;
+    let report = log.verify().await.map_err(unavailable)?;
+    Ok(Json(json!({
+        "ok": report.ok(),
+        "records": report.records,
+        "checkpoints": report.checkpoints,
+        "unsigned_tail": report.unsigned_tail,
+        "first_bad_seq": report.first_bad_seq(),
+        "problems": report.problems.len() as u64 + report.more_problems,
+        "text": report.to_string(),
+    }))
+    .into_response())
+}
+
+fn unavailable(e: crate::audit::AuditError) -> Refusal {
+    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
 }

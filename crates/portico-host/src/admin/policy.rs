@@ -10,10 +10,23 @@ use serde_json::{Value, json};
 use super::{Admin, Refusal, refuse};
 use crate::policy::{AlwaysStore, Method, Request};
 
-/// The rules in order and the defaults, as the config writes them.
+/// The rules in order, as the config writes them, and the defaults in force.
 pub(super) async fn rules(State(admin): State<Admin>) -> Response {
     let config = admin.host.config();
-    Json(json!({ "rules": config.policy.rules, "defaults": config.policy.defaults })).into_response()
+    let defaults = match &admin.supervisor {
+        Some(s) => *s.policy().defaults(),
+        None => crate::policy::Defaults::default(),
+    };
+    let defaults = json!({
+        "tools": defaults.tools.as_str(),
+        "trusted_read_only": defaults.trusted_read_only.as_str(),
+        "resources": defaults.resources.as_str(),
+        "prompts": defaults.prompts.as_str(),
+        "sampling": defaults.sampling.as_str(),
+        "elicitation": defaults.elicitation.as_str(),
+        "hide_denied": defaults.hide_denied,
+    });
+    Json(json!({ "rules": config.policy.rules, "defaults": defaults })).into_response()
 }
 
 #[derive(Deserialize)]
@@ -56,25 +69,18 @@ fn store(admin: &Admin) -> Result<std::sync::Arc<AlwaysStore>, Refusal> {
         .ok_or_else(|| Refusal::new(StatusCode::NOT_FOUND, "no store of \"always allow\" answers is served here"))
 }
 
-pub(super) async fn always(State(admin): State<Admin>) -> Response {
-    let store = match store(&admin) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
-    match store.list() {
-        Ok(rules) => Json(rules).into_response(),
-        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
-    }
+pub(super) async fn always(State(admin): State<Admin>) -> Result<Response, Refusal> {
+    let rules = store(&admin)?.list().map_err(unavailable)?;
+    Ok(Json(rules).into_response())
 }
 
-pub(super) async fn revoke(State(admin): State<Admin>, Path(id): Path<String>) -> Response {
-    let store = match store(&admin) {
-        Ok(s) => s,
-        Err(r) => return r.into_response(),
-    };
-    match store.revoke(&id) {
-        Ok(true) => Json(json!({ "revoked": id })).into_response(),
-        Ok(false) => refuse(StatusCode::NOT_FOUND, "no such stored answer"),
-        Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
+pub(super) async fn revoke(State(admin): State<Admin>, Path(id): Path<String>) -> Result<Response, Refusal> {
+    if !store(&admin)?.revoke(&id).map_err(unavailable)? {
+        return Err(Refusal::new(StatusCode::NOT_FOUND, "no such stored answer"));
     }
+    Ok(Json(json!({ "revoked": id })).into_response())
+}
+
+fn unavailable(e: crate::policy::StoreError) -> Refusal {
+    Refusal::new(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
 }
