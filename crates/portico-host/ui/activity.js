@@ -110,6 +110,7 @@ export function mount(main, ctx) {
       rows.replaceChildren();
       return;
     }
+    records.sort((a, b) => b.seq - a.seq);
     fill(rows, records.map(row));
     fill(logState, records.length ? null : state('empty', 'No record matches.'));
     stopTail = live(`/log/events?${q}`, {

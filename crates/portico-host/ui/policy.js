@@ -71,7 +71,7 @@ export function mount(main) {
   const loadAlways = async () => {
     try {
       const list = await get('/policy/always');
-      fill(always, list.length ? h('table', { class: 'log' },
+      fill(always, list.length ? h('table', { class: 'log keep' },
         h('thead', {}, h('tr', {}, ['Server', 'Tool', 'Principal', 'Stored', ''].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, list.map((r) => h('tr', { 'data-id': r.id },
           h('td', {}, r.server),
