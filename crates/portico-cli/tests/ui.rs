@@ -174,6 +174,12 @@ principal = "ui:*"
 decision = "allow"
 
 [[policy.rules]]
+name = "countdowns-are-reviewed"
+tool = "ev__countdown"
+decision = "allow"
+review_result = true
+
+[[policy.rules]]
 name = "the-trap-may-run"
 server = "hostile"
 decision = "allow"
@@ -338,7 +344,7 @@ fn the_web_ui_in_a_real_browser() {
     assert_eq!(outcome["do"], "done", "the browser scenarios failed: {outcome}\n---- script ----\n{}", node.log());
     assert!(status.success(), "node: {status}");
     let passed = outcome["passed"].as_u64().unwrap_or(0);
-    assert!(passed >= 14, "every scenario ran: {passed}");
+    assert!(passed >= 16, "every scenario ran: {passed}");
     for page in ["servers", "tools", "approvals", "activity", "policy"] {
         for width in [1280, 375] {
             let png = shots.join(format!("{page}-{width}.png"));

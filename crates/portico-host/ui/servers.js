@@ -13,6 +13,7 @@ export function mount(main, ctx) {
   let timer = null;
   let stopped = false;
   let busy = new Set();
+  let last = '';
 
   const act = async (name, what) => {
     busy.add(name);
@@ -57,6 +58,13 @@ export function mount(main, ctx) {
       const servers = await get('/servers');
       if (stopped) return;
       ctx.setConn('servers', 'live');
+      // Drawn again only when something changed, so buttons stay put under the pointer.
+      const key = JSON.stringify(servers) + [...busy].join();
+      if (key === last) {
+        timer = setTimeout(refresh, POLL_MS);
+        return;
+      }
+      last = key;
       // Keep focus where it was across a refresh.
       const focused = document.activeElement && list.contains(document.activeElement)
         ? [document.activeElement.closest('article')?.getAttribute('aria-label'), document.activeElement.textContent] : null;
@@ -68,6 +76,7 @@ export function mount(main, ctx) {
       }
     } catch (e) {
       if (stopped) return;
+      last = '';
       ctx.setConn('servers', 'reconnecting');
       if (!list.querySelector('article')) fill(list, state('error', `Cannot load the servers: ${e.message}`));
     }

@@ -185,6 +185,18 @@ async function main() {
     });
 
     await step('a hostile tool description is shown as text and runs nothing', async () => {
+      await go(page, 'tools');
+      await page.getByLabel('Server').selectOption('hostile');
+      await until('the list to show one server', async () => {
+        const names = await page.locator('.tool-list .name').allTextContents();
+        return names.length === 1 && names[0] === 'hostile__trap';
+      });
+      await page.getByLabel('Server').selectOption('');
+      await page.getByLabel('Search tools').fill('integers');
+      await until('the search to find ev__add', async () => {
+        const names = await page.locator('.tool-list .name').allTextContents();
+        return names.length === 1 && names[0] === 'ev__add';
+      });
       await go(page, 'tools/hostile__trap');
       const desc = page.locator('.tool-detail .description');
       await desc.waitFor();
@@ -233,6 +245,21 @@ async function main() {
       await card.getByRole('button', { name: 'Deny' }).click();
       const r = await rust({ do: 'await', id: 'c2' });
       check(r.result.isError && /denied/.test(r.result.content[0].text), JSON.stringify(r));
+    });
+
+    await step('a result held for review: pass it on, then withhold one', async () => {
+      await rust({ do: 'call', id: 'r1', tool: 'ev__countdown', args: { steps: 2 } });
+      let card = page.locator('article.approval', { hasText: 'ev__countdown' });
+      await card.locator('.pill', { hasText: 'Result to review' }).waitFor();
+      await card.getByText('liftoff').first().waitFor();
+      await card.getByRole('button', { name: 'Pass it on' }).click();
+      let r = await rust({ do: 'await', id: 'r1' });
+      check(!r.result.isError && r.result.content[0].text === 'liftoff', JSON.stringify(r));
+      await rust({ do: 'call', id: 'r2', tool: 'ev__countdown', args: { steps: 1 } });
+      card = page.locator('article.approval', { hasText: 'ev__countdown' });
+      await card.getByRole('button', { name: 'Withhold' }).click();
+      r = await rust({ do: 'await', id: 'r2' });
+      check(r.result.isError && /withheld/.test(r.result.content[0].text), JSON.stringify(r));
     });
 
     await step('always allow appears under Policy, explain says so, revoke removes it', async () => {
@@ -325,6 +352,17 @@ async function main() {
         const t = await rust({ do: 'tools' });
         return t.tools.includes('ev__add') && t;
       });
+    });
+
+    await step('a server disabled and enabled again from Servers', async () => {
+      await go(page, 'servers');
+      const card = page.locator('article[aria-label="Server hostile"]');
+      await card.getByRole('button', { name: 'Disable' }).click();
+      await card.locator('.pill', { hasText: 'stopped' }).waitFor();
+      await until('its tool to leave', async () => !(await api('GET', '/tools')).json.some((t) => t.server === 'hostile'));
+      await card.getByRole('button', { name: 'Enable' }).click();
+      await card.locator('.pill', { hasText: 'ready' }).waitFor({ timeout: 60000 });
+      await until('its tool to come back', async () => (await api('GET', '/tools')).json.some((t) => t.name === 'hostile__trap'));
     });
 
     await step('an upstream killed: Servers shows it restarting, then ready', async () => {

@@ -36,7 +36,10 @@ pub(super) async fn index() -> Response {
 /// `/ui/assets/{file}`.
 pub(super) async fn asset(Path(file): Path<String>) -> Response {
     match ASSETS.iter().find(|(name, _, _)| *name == file) {
-        Some((_, kind, body)) => ([(header::CONTENT_TYPE, *kind)], *body).into_response(),
+        Some((_, kind, body)) => {
+            // Served to anyone who can reach the listener: no secret is in them.
+            ([(header::CONTENT_TYPE, *kind)], *body).into_response()
+        }
         None => (StatusCode::NOT_FOUND, "no such file").into_response(),
     }
 }
