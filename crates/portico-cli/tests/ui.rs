@@ -1,7 +1,8 @@
 //! The web UI in a real browser: headless Chromium (Debian's) driven by playwright-core
 //! (`tests/ui/ui_test.cjs`) against a real `portico serve --ui`, whose upstreams are Portico's
-//! `everything` example and a hostile server (`tests/ui/hostile_server.py`), while a real
-//! downstream MCP client (Portico's, over Streamable HTTP) makes the calls that need approval.
+//! `everything` example and a hostile server (`tests/ui/hostile_server.py`), while real
+//! downstream MCP clients (Portico's, over Streamable HTTP: one stateless, one in the handshake
+//! era with a session) make the calls that need approval.
 //!
 //! The script asks this test for downstream calls with `@@ {json}` lines on its stdout and
 //! reads the answers on its stdin. Screenshots of every page at 1280 and 375 px go to
@@ -23,8 +24,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portico::client::Client;
-use portico::schema::Implementation;
+use portico::client::{Client, EraMode};
+use portico::schema::{Implementation, ProtocolVersion};
 use portico::transport::http::client::HttpClientTransport;
 use serde_json::{Value, json};
 
@@ -206,16 +207,20 @@ args = [{hostile:?}]
 /// Answers the browser script's requests: downstream calls through the real MCP client.
 struct Downstream {
     rt: tokio::runtime::Runtime,
+    /// Stateless (2026-07-28).
     client: Client,
+    /// Handshake era, with a session.
+    session: Client,
     calls: HashMap<String, tokio::task::JoinHandle<Value>>,
 }
 
 impl Downstream {
     fn answer(&mut self, req: &Value) -> Value {
         let id = req["id"].as_str().unwrap_or_default().to_owned();
+        let which = if req["client"] == "session" { &self.session } else { &self.client };
         match req["do"].as_str() {
             Some("call") => {
-                let client = self.client.clone();
+                let client = which.clone();
                 let tool = req["tool"].as_str().unwrap_or_default().to_owned();
                 let args = req["args"].clone();
                 let task = self.rt.spawn(async move {
@@ -234,7 +239,7 @@ impl Downstream {
                 json!({ "result": result })
             }
             Some("tools") => {
-                let client = &self.client;
+                let client = which;
                 let listed = self.rt.block_on(async { tokio::time::timeout(LIMIT, client.list_all_tools()).await });
                 let names: Vec<String> = match listed {
                     Ok(Ok(tools)) => tools.into_iter().map(|t| t.name).collect(),
@@ -289,7 +294,15 @@ fn the_web_ui_in_a_real_browser() {
         Client::builder(Implementation::new("ui-test-client", "1.0")).connect(HttpClientTransport::new(mcp.as_str()));
     let client =
         rt.block_on(async { tokio::time::timeout(LIMIT, connect).await }).expect("connect in time").expect("connect");
-    let mut downstream = Downstream { rt, client, calls: HashMap::new() };
+    // A second client in the handshake era: a session of its own, for per-session switches.
+    let connect = Client::builder(Implementation::new("ui-session-client", "1.0"))
+        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .connect(HttpClientTransport::new(mcp.as_str()));
+    let session = rt
+        .block_on(async { tokio::time::timeout(LIMIT, connect).await })
+        .expect("connect in time")
+        .expect("connect the session client");
+    let mut downstream = Downstream { rt, client, session, calls: HashMap::new() };
 
     let shots = target_dir().join("ui-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshots dir");
@@ -344,7 +357,7 @@ fn the_web_ui_in_a_real_browser() {
     assert_eq!(outcome["do"], "done", "the browser scenarios failed: {outcome}\n---- script ----\n{}", node.log());
     assert!(status.success(), "node: {status}");
     let passed = outcome["passed"].as_u64().unwrap_or(0);
-    assert!(passed >= 16, "every scenario ran: {passed}");
+    assert!(passed >= 17, "every scenario ran: {passed}");
     for page in ["servers", "tools", "approvals", "activity", "policy"] {
         for width in [1280, 375] {
             let png = shots.join(format!("{page}-{width}.png"));

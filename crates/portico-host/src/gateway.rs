@@ -56,6 +56,7 @@ impl Gateway {
             .with_prompts()
             .with_resources()
             .layer(StartupGate { ready, within: startup })
+            .layer(crate::clients::SessionLayer { host: host.clone() })
             .build();
         let gateway = Gateway { host, server, shown: watch::channel(Arc::new(Registry::default())).0 };
         let mut registry = gateway.host.watch_registry();

@@ -76,6 +76,7 @@ struct Inner {
     /// The calls in progress, and the tools switched off by a person.
     activity: crate::activity::Activity,
     switches: crate::switches::Switches,
+    clients: crate::clients::Clients,
 }
 
 impl std::fmt::Debug for Host {
@@ -116,6 +117,7 @@ impl Host {
             stop: tokio_util::sync::CancellationToken::new(),
             activity: crate::activity::Activity::new(),
             switches: crate::switches::Switches::default(),
+            clients: crate::clients::Clients::default(),
         });
         let host = Host { inner };
         {
@@ -228,6 +230,30 @@ impl Host {
         }
     }
 
+    /// Switches the exposed tool `name` on or off for the downstream session `session` alone
+    /// (a [`ConnectionId`](portico::server::ConnectionId) number, as
+    /// [`client_sessions`](Self::client_sessions) lists them): it leaves that session's
+    /// `tools/list`, connected clients get `list_changed`, and that session's calls to it are
+    /// refused.
+    pub fn set_tool_enabled_for(&self, name: &str, session: u64, on: bool) {
+        if self.inner.switches.set_for(session, name, on) {
+            self.inner.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The downstream sessions connected to the gateway (handshake era; heard from within
+    /// [`clients::IDLE`](crate::clients::IDLE)).
+    pub fn client_sessions(&self) -> Vec<crate::clients::ClientSession> {
+        for gone in self.inner.clients.prune() {
+            self.inner.switches.forget(gone);
+        }
+        self.inner.clients.list()
+    }
+
+    pub(crate) fn clients(&self) -> &crate::clients::Clients {
+        &self.inner.clients
+    }
+
     async fn call_tool_as(
         &self,
         name: &str,
@@ -235,7 +261,7 @@ impl Host {
         cx: Option<&RequestContext>,
         by: Option<&str>,
     ) -> CallToolResult {
-        if !self.inner.switches.is_on(name) {
+        if !self.inner.switches.is_on_for(name, cx.map(|cx| cx.connection_id().get())) {
             return tool_error(format!("the tool `{name}` is switched off on this gateway"));
         }
         let registry = self.registry();

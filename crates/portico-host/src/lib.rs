@@ -38,6 +38,7 @@ pub mod admin;
 pub mod approvals;
 pub mod audit;
 mod checks;
+pub mod clients;
 pub mod config;
 pub mod gateway;
 mod host;

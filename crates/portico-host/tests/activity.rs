@@ -92,3 +92,41 @@ async fn a_tool_switched_off_is_hidden_and_refused_until_switched_on() {
     assert_eq!(ok.structured_content, Some(json!({"sum": 3})));
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_switched_off_for_one_session_leaves_only_its_list() {
+    use portico::client::{Client, EraMode};
+    use portico::schema::{Implementation, ProtocolVersion};
+    let dir = tempfile::tempdir().expect("tmp");
+    let host = host(dir.path()).await;
+    let gateway = portico_host::gateway::Gateway::new(host.clone());
+    gateway.synced(WAIT).await;
+    let connect = |name: &'static str| {
+        let (client_end, server_end) = portico::transport::memory::pair();
+        gateway.server().connect(server_end);
+        Client::builder(Implementation::new(name, "1"))
+            .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+            .connect(client_end)
+    };
+    let a = connect("a").await.expect("connect a");
+    let b = connect("b").await.expect("connect b");
+    let sessions = host.client_sessions();
+    let of = |name: &str| sessions.iter().find(|s| s.client.as_deref() == Some(&format!("{name} 1"))).map(|s| s.id);
+    let (sa, sb) = (of("a").expect("a is listed"), of("b").expect("b is listed"));
+    assert_ne!(sa, sb);
+    let names = |tools: Vec<portico::schema::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+
+    host.set_tool_enabled_for("ev__add", sa, false);
+    assert!(!names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()));
+    assert!(names(b.list_all_tools().await.expect("list b")).contains(&"ev__add".to_owned()));
+    let refused = a.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("a call");
+    assert!(text(&refused).contains("switched off"), "{}", text(&refused));
+    let fine = b.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("b call");
+    assert_eq!(fine.structured_content, Some(json!({"sum": 3})));
+
+    host.set_tool_enabled_for("ev__add", sa, true);
+    assert!(names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()));
+    a.close().await;
+    b.close().await;
+    host.shutdown().await;
+}

@@ -44,14 +44,14 @@ export function mount(main, ctx) {
     draw();
     const t = tools.find((x) => x.name === selected);
     if (selected && !t) fill(detail, state('error', `No tool ${selected} is offered.`));
-    else if (t) showTool(detail, t);
+    else if (t) showTool(detail, t, load);
     else fill(detail, state('empty', 'Pick a tool to see it and try it.'));
   };
   load();
   return null;
 }
 
-function showTool(detail, t) {
+function showTool(detail, t, reload) {
   const tool = t.tool;
   const form = schemaForm(tool.inputSchema);
   const out = h('div', { class: 'call-out', 'aria-live': 'polite' });
@@ -94,6 +94,7 @@ function showTool(detail, t) {
     h('p', { class: 'description' }, tool.description || '(no description)'),
     h('div', { class: 'field check' }, onoff, h('label', { for: 'tool-enabled' }, 'Offered to clients'), onoffNote),
     t.hidden && t.enabled ? h('p', { class: 'note' }, 'Policy hides this tool from clients.') : null,
+    perSession(t, reload),
     Object.keys(ann).length
       ? h('section', {}, h('h3', {}, 'Annotations'), h('dl', { class: 'facts' },
         Object.entries(ann).map(([k, v]) => [h('dt', {}, k), h('dd', {}, JSON.stringify(v))])),
@@ -106,4 +107,48 @@ function showTool(detail, t) {
       h('p', { class: 'note' }, 'The call goes through policy, approval and the activity log like any other, as this browser session.'),
       h('form', { onsubmit: submit }, form.el, h('div', { class: 'actions' }, call)),
       out));
+}
+
+/** The switch for one client session: which sessions it is off for, and switching it off for one more. */
+function perSession(t, reload) {
+  const box = h('section', { class: 'per-session', 'aria-labelledby': 'h-per-session' },
+    h('h3', { id: 'h-per-session' }, 'For one client session'), state('loading', 'Loading the sessions…'));
+  const note = h('p', { class: 'note', role: 'status' });
+  const toggle = async (session, enabled) => {
+    try {
+      await post(`/tools/${seg(t.name)}/enabled`, { enabled, session });
+      await reload();
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  };
+  (async () => {
+    let sessions;
+    try {
+      sessions = await get('/sessions');
+    } catch (e) {
+      fill(box, h('h3', { id: 'h-per-session' }, 'For one client session'), state('error', `Cannot load the sessions: ${e.message}`));
+      return;
+    }
+    const off = new Set(t.off_for_sessions || []);
+    const name = (s) => `${s.client || 'a client'} (session ${s.id})`;
+    const on = sessions.filter((s) => !off.has(s.id));
+    const pick = h('select', { id: 'per-session-pick' }, on.map((s) => h('option', { value: String(s.id) }, name(s))));
+    fill(box,
+      h('h3', { id: 'h-per-session' }, 'For one client session'),
+      sessions.length === 0
+        ? state('empty', 'No client session is connected (stateless clients have none).')
+        : null,
+      on.length
+        ? h('div', { class: 'field' }, h('label', { for: 'per-session-pick' }, 'Client session'), pick,
+          h('div', { class: 'actions' }, h('button', {
+            type: 'button', class: 'secondary', onclick: () => toggle(Number(pick.value), false),
+          }, 'Switch off for this session')))
+        : null,
+      sessions.filter((s) => off.has(s.id)).map((s) => h('p', {},
+        h('span', { class: 'pill off' }, 'off'), ` for ${name(s)} `,
+        h('button', { type: 'button', class: 'secondary small', onclick: () => toggle(s.id, true) }, `Switch on for session ${s.id}`))),
+      note);
+  })();
+  return box;
 }

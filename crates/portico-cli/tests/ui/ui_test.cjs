@@ -354,6 +354,23 @@ async function main() {
       });
     });
 
+    await step('a tool switched off for one client session only', async () => {
+      const sessions = (await api('GET', '/sessions')).json;
+      const mine = sessions.find((x) => x.client === 'ui-session-client 1.0');
+      check(mine, `the handshake-era client is listed: ${JSON.stringify(sessions)}`);
+      await go(page, 'tools/ev__add');
+      await page.getByLabel('Client session', { exact: true }).selectOption(String(mine.id));
+      await page.getByRole('button', { name: 'Switch off for this session' }).click();
+      await page.getByRole('button', { name: `Switch on for session ${mine.id}` }).waitFor();
+      await until('ev__add to leave that session\'s list', async () => !(await rust({ do: 'tools', client: 'session' })).tools.includes('ev__add'));
+      check((await rust({ do: 'tools' })).tools.includes('ev__add'), 'the stateless client still has it');
+      await rust({ do: 'call', id: 's1', client: 'session', tool: 'ev__add', args: { a: 1, b: 1 } });
+      const r = await rust({ do: 'await', id: 's1' });
+      check(r.result.isError && /switched off/.test(r.result.content[0].text), JSON.stringify(r));
+      await page.getByRole('button', { name: `Switch on for session ${mine.id}` }).click();
+      await until('ev__add to come back', async () => (await rust({ do: 'tools', client: 'session' })).tools.includes('ev__add'));
+    });
+
     await step('a server disabled and enabled again from Servers', async () => {
       await go(page, 'servers');
       const card = page.locator('article[aria-label="Server hostile"]');

@@ -9,6 +9,7 @@
 //! | `GET /approvals`, `GET /approvals/events`, `POST /approvals/{id}` | pending approvals, live, answered |
 //! | `GET /servers`, `POST /servers/{name}/restart`, `POST /servers/{name}/enable`, `…/disable` | upstreams |
 //! | `GET /tools`, `POST /tools/{name}/call`, `POST /tools/{name}/enabled` | the registry's tools |
+//! | `GET /sessions` | the downstream client sessions |
 //! | `GET /calls`, `GET /calls/events`, `POST /calls/{id}/cancel` | calls in progress |
 //! | `GET /log`, `GET /log/events`, `GET /log/{id}`, `POST /log/verify` | the activity log |
 //! | `GET /policy`, `POST /policy/explain`, `GET /policy/always`, `DELETE /policy/always/{id}` | policy |
@@ -179,6 +180,7 @@ impl Admin {
             .route("/tools", get(servers::tools))
             .route("/tools/{name}/call", post(servers::call))
             .route("/tools/{name}/enabled", post(servers::switch))
+            .route("/sessions", get(servers::sessions))
             .route("/calls", get(calls::list))
             .route("/calls/events", get(calls::events))
             .route("/calls/{id}/cancel", post(calls::cancel))

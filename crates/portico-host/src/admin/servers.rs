@@ -81,6 +81,7 @@ pub(super) async fn tools(State(admin): State<Admin>) -> Response {
                 "server": e.origin.server,
                 "original": e.origin.name,
                 "enabled": enabled,
+                "off_for_sessions": switches.sessions_off(&e.tool.name),
                 "hidden": admin.host.hides(e),
                 "tool": e.tool,
             })
@@ -119,12 +120,46 @@ pub(super) async fn call(
 #[derive(Deserialize)]
 pub(super) struct Switch {
     enabled: bool,
+    /// One downstream session only (`GET /sessions`); everyone when absent.
+    #[serde(default)]
+    session: Option<u64>,
 }
 
 pub(super) async fn switch(State(admin): State<Admin>, Path(name): Path<String>, Json(s): Json<Switch>) -> Response {
-    if !admin.host.registry().tools.contains_key(&name) && admin.host.switches().is_on(&name) {
+    let switches = admin.host.switches();
+    let known = admin.host.registry().tools.contains_key(&name)
+        || !switches.is_on(&name)
+        || !switches.sessions_off(&name).is_empty();
+    if !known {
         return refuse(StatusCode::NOT_FOUND, "no such tool");
     }
-    admin.host.set_tool_enabled(&name, s.enabled);
-    Json(json!({ "tool": name, "enabled": s.enabled })).into_response()
+    match s.session {
+        None => admin.host.set_tool_enabled(&name, s.enabled),
+        Some(session) => {
+            if !s.enabled && !admin.host.client_sessions().iter().any(|c| c.id == session) {
+                return refuse(StatusCode::NOT_FOUND, "no such client session (see GET /sessions)");
+            }
+            admin.host.set_tool_enabled_for(&name, session, s.enabled);
+        }
+    }
+    Json(json!({ "tool": name, "enabled": s.enabled, "session": s.session })).into_response()
+}
+
+/// The downstream client sessions, with the tools switched off for each alone.
+pub(super) async fn sessions(State(admin): State<Admin>) -> Response {
+    let switches = admin.host.switches();
+    let list: Vec<Value> = admin
+        .host
+        .client_sessions()
+        .into_iter()
+        .map(|c| {
+            let off: Vec<String> = switches.off_for(c.id).into_iter().collect();
+            let mut v = serde_json::to_value(&c).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("tools_off".into(), json!(off));
+            }
+            v
+        })
+        .collect();
+    Json(list).into_response()
 }
