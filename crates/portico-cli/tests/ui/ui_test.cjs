@@ -382,6 +382,16 @@ async function main() {
       await until('its tool to come back', async () => (await api('GET', '/tools')).json.some((t) => t.name === 'hostile__trap'));
     });
 
+    await step('disconnected: the header says so, and the live parts come back', async () => {
+      await go(page, 'servers');
+      await page.locator('#conn', { hasText: 'Live' }).waitFor();
+      await desk.ctx.setOffline(true);
+      await page.locator('#conn', { hasText: 'Disconnected' }).waitFor();
+      await desk.ctx.setOffline(false);
+      await page.locator('#conn', { hasText: 'Live' }).waitFor({ timeout: 30000 });
+      await page.locator('article[aria-label="Server ev"] .pill', { hasText: 'ready' }).waitFor();
+    });
+
     await step('an upstream killed: Servers shows it restarting, then ready', async () => {
       await go(page, 'servers');
       const s = await api('GET', '/servers');
