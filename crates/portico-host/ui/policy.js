@@ -71,7 +71,7 @@ export function mount(main) {
   const loadAlways = async () => {
     try {
       const list = await get('/policy/always');
-      fill(always, list.length ? h('table', { class: 'log keep' },
+      fill(always, list.length ? h('div', { class: 'table-wrap' }, h('table', { class: 'log keep always' },
         h('thead', {}, h('tr', {}, ['Server', 'Tool', 'Principal', 'Stored', ''].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, list.map((r) => h('tr', { 'data-id': r.id },
           h('td', {}, r.server),
@@ -84,7 +84,7 @@ export function mount(main) {
               try { await del(`/policy/always/${seg(r.id)}`); } catch (e) { fill(always, state('error', e.message)); return; }
               loadAlways();
             },
-          }, 'Revoke'))))))
+          }, 'Revoke')))))))
         : state('empty', 'None stored. “Always allow” on an approval stores one.'));
     } catch (e) {
       fill(always, state('error', `Cannot load the stored answers: ${e.message}`));

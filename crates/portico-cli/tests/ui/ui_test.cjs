@@ -77,6 +77,8 @@ async function visible(page, text) {
 async function shot(page, name, texts) {
   for (const t of texts) await visible(page, t);
   const w = page.viewportSize().width;
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(wide <= w, `${name} fits ${w} px without scrolling sideways (${wide} px)`);
   await page.screenshot({ path: path.join(SHOTS, `${name}-${w}.png`), fullPage: true });
 }
 async function go(page, hash) {
