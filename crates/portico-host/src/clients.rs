@@ -1,6 +1,6 @@
 //! [`Clients`]: the downstream sessions connected to the gateway, and what each is offered.
 //!
-//! The gateway installs [`SessionLayer`] in front of its server. It learns each handshake-era
+//! The gateway installs a layer in front of its server. It learns each handshake-era
 //! session (stdio, or a Streamable HTTP session) from its `initialize`, notes when it was last
 //! heard from, and takes the tools switched off for that session alone out of its `tools/list`
 //! answers. Stateless (2026-07-28) requests belong to no session and are not listed. A session
