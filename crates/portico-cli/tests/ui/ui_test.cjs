@@ -191,7 +191,7 @@ async function main() {
       await page.getByLabel('Server').selectOption('hostile');
       await until('the list to show one server', async () => {
         const names = await page.locator('.tool-list .name').allTextContents();
-        return names.length === 1 && names[0] === 'hostile__trap';
+        return names.length === 2 && names.every((n) => n.startsWith('hostile__'));
       });
       await page.getByLabel('Server').selectOption('');
       await page.getByLabel('Search tools').fill('integers');
@@ -215,6 +215,24 @@ async function main() {
       const out = page.locator('.result pre.text');
       await out.waitFor();
       check((await out.textContent()).includes('<script>'), 'the result is text too');
+      check(await page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset');
+    });
+
+    await step('a result is rendered by content type', async () => {
+      await go(page, 'tools/hostile__media');
+      await page.getByRole('button', { name: 'Call', exact: true }).click();
+      const result = page.locator('.result');
+      await result.locator('pre.text', { hasText: 'every kind of block' }).waitFor();
+      const img = result.locator('img');
+      check(await img.count() === 1, 'one image shown; the one that is really HTML is not');
+      check((await img.getAttribute('src')).startsWith('data:image/png;base64,'), 'the image is a data: URL');
+      await until('the image to load', async () => img.evaluate((el) => el.complete && el.naturalWidth === 2));
+      await result.getByText('An image of type text/html that cannot be shown.').waitFor();
+      check((await result.locator('audio').getAttribute('src')).startsWith('data:audio/wav;base64,'), 'an audio player');
+      await result.locator('.resource', { hasText: 'file:///notes.txt' }).getByText('embedded notes').waitFor();
+      await result.locator('.resource', { hasText: 'file:///big.csv' }).getByText('a link, not the data').waitFor();
+      await result.locator('.structured', { hasText: 'rows: 3' }).waitFor();
+      await result.locator('.structured', { hasText: 'ok: true' }).waitFor();
       check(await page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset');
     });
 
