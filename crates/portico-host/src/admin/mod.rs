@@ -295,10 +295,10 @@ fn authenticate(
         if same_secret(given, admin.token.expose()) {
             return Ok(Some(Caller { principal: "admin".to_owned(), channel: "http" }));
         }
-        return Err(Box::new(unauthorized(path)));
+        return Err(Box::new(unauthorized(admin, path)));
     }
-    let Some(sessions) = &admin.sessions else { return Err(Box::new(unauthorized(path))) };
-    let Some(session) = sessions.find(headers) else { return Err(Box::new(unauthorized(path))) };
+    let Some(sessions) = &admin.sessions else { return Err(Box::new(unauthorized(admin, path))) };
+    let Some(session) = sessions.find(headers) else { return Err(Box::new(unauthorized(admin, path))) };
     if !(method == Method::GET || method == Method::HEAD) {
         // A form or script elsewhere cannot make these: the cookie is SameSite=Strict, the
         // token is only readable by this origin's script, and the Origin must be this one.
@@ -320,8 +320,8 @@ fn authenticate(
     Ok(Some(Caller { principal: session.principal, channel: "ui" }))
 }
 
-fn unauthorized(path: &str) -> Response {
-    if path == "/" || path.starts_with("/ui") {
+fn unauthorized(admin: &Admin, path: &str) -> Response {
+    if admin.sessions.is_some() && (path == "/" || path.starts_with("/ui")) {
         return ui::login_needed();
     }
     let mut r = refuse(StatusCode::UNAUTHORIZED, "a bearer token is required (see admin-token in the state directory)");
