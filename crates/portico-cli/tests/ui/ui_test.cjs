@@ -191,7 +191,7 @@ async function main() {
       await page.getByLabel('Server').selectOption('hostile');
       await until('the list to show one server', async () => {
         const names = await page.locator('.tool-list .name').allTextContents();
-        return names.length === 2 && names.every((n) => n.startsWith('hostile__'));
+        return names.length === 3 && names.every((n) => n.startsWith('hostile__'));
       });
       await page.getByLabel('Server').selectOption('');
       await page.getByLabel('Search tools').fill('integers');
@@ -327,6 +327,17 @@ async function main() {
       await go(phone.page, 'tools/ev__add');
       await shot(phone.page, 'tools', ['ev__add', 'Try it']);
       await activity.locator('tbody tr', { hasText: 'ev__add' }).first().waitFor();
+    });
+
+    await step('a call in progress shows the upstream\'s progress in Activity', async () => {
+      await go(page, 'tools/hostile__slow');
+      await page.getByRole('button', { name: 'Call', exact: true }).click();
+      const running = activity.locator('article.call', { hasText: 'hostile__slow' });
+      await running.locator('.progress', { hasText: /step \d+ of 10/ }).waitFor();
+      check(await running.locator('progress').count() === 1, 'a progress bar');
+      await until('the elapsed time to count', async () => /^[1-9]\d* s$/.test(await running.locator('.elapsed').textContent()));
+      await page.locator('.result pre.text', { hasText: 'slow and done' }).waitFor();
+      await visible(activity, 'No call is in progress');
     });
 
     await step('a running call is cancelled from Activity; the caller is told', async () => {
