@@ -51,8 +51,9 @@ export const post = (path, body) => send('POST', path, body === undefined ? {} :
 export const del = (path) => send('DELETE', path);
 
 /**
- * A live stream of JSON events that reconnects when it drops. `on.open()` is called on each
- * (re)connection, before the events that describe the current state; `on.event(e)` for each
+ * A live stream of JSON events that reconnects when it drops, or when it fell behind and
+ * missed some. `on.open()` is called on each (re)connection, before the events that describe
+ * the current state; `on.event(e)` for each
  * event; `on.state('live' | 'reconnecting')`. Returns a function that stops it.
  */
 export function live(path, on) {
@@ -71,6 +72,12 @@ export function live(path, on) {
       try {
         e = JSON.parse(m.data);
       } catch (_) {
+        return;
+      }
+      if (e.event === 'lagged') {
+        // Events were missed: start over, which sends the current state again.
+        source.close();
+        connect();
         return;
       }
       on.event(e);

@@ -25,7 +25,7 @@ function setTitle() {
   badge.setAttribute('aria-label', `${n} waiting`);
 }
 
-function route() {
+function route(ev) {
   const hash = location.hash.replace(/^#\/?/, '');
   const [name, ...rest] = hash.split('/');
   const next = pages[name] ? name : 'servers';
@@ -39,6 +39,8 @@ function route() {
   fill(main, state('loading', 'Loading…'));
   setTitle();
   unmount = pages[next].mount(main, { rest: rest.map(decodeURIComponent), setConn }) || null;
+  // A page opened from the navigation takes the focus, so a screen reader starts at its top.
+  if (ev) main.focus();
 }
 
 const conns = new Map();
@@ -69,7 +71,7 @@ async function start() {
     },
   });
   window.addEventListener('hashchange', route);
-  route();
+  route(null);
 }
 
 start();
