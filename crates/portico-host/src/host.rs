@@ -73,7 +73,7 @@ struct Inner {
     oversight: Arc<dyn Oversight>,
     output_schemas: crate::checks::OutputSchemas,
     stop: tokio_util::sync::CancellationToken,
-    /// The calls in progress, and the tools switched off by a person.
+    /// The calls in progress, the tools switched off by a person, the downstream sessions.
     activity: crate::activity::Activity,
     switches: crate::switches::Switches,
     clients: crate::clients::Clients,
