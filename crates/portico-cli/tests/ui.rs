@@ -357,7 +357,7 @@ fn the_web_ui_in_a_real_browser() {
     assert_eq!(outcome["do"], "done", "the browser scenarios failed: {outcome}\n---- script ----\n{}", node.log());
     assert!(status.success(), "node: {status}");
     let passed = outcome["passed"].as_u64().unwrap_or(0);
-    assert!(passed >= 20, "every scenario ran: {passed}");
+    assert!(passed >= 21, "every scenario ran: {passed}");
     for page in ["servers", "tools", "approvals", "activity", "policy"] {
         for width in [1280, 375] {
             let png = shots.join(format!("{page}-{width}.png"));

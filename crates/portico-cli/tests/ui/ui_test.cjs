@@ -369,6 +369,22 @@ async function main() {
       await activity.locator('.chain.ok').waitFor();
     });
 
+    await step('raw JSON arguments; a secret among them is redacted in the log and marked', async () => {
+      await go(page, 'tools/hostile__trap');
+      await page.getByRole('button', { name: 'Edit as JSON' }).click();
+      await page.getByLabel('Arguments as JSON').fill('{"mode": "b", "password": "hunter2"}');
+      await page.getByRole('button', { name: 'Call', exact: true }).click();
+      await page.locator('.result pre.text').waitFor();
+      await activity.getByLabel('Tool').fill('hostile__trap');
+      await activity.getByRole('button', { name: 'Apply' }).click();
+      await until('the call in the log', async () => (await activity.locator('tbody tr').count()) >= 2);
+      await activity.locator('tbody tr').first().getByRole('button', { name: /Details/ }).click();
+      const detail = activity.locator('.record-detail');
+      await detail.locator('.leaf.redacted', { hasText: 'password' }).first().getByText('redacted').waitFor();
+      check(!(await detail.textContent()).includes('hunter2'), 'the secret is not shown');
+      await detail.locator('.leaf', { hasText: 'mode' }).first().getByText('"b"').waitFor();
+    });
+
     await step('a tool switched off leaves the downstream client\'s list, and comes back', async () => {
       await go(page, 'tools/ev__add');
       await page.getByLabel('Offered to clients').uncheck();
