@@ -239,9 +239,13 @@ async function main() {
     await step('approval: allow once from the keyboard completes the downstream call', async () => {
       await go(page, 'approvals');
       await visible(page, 'Nothing is waiting for approval');
-      await rust({ do: 'call', id: 'c1', tool: 'ev__sleep', args: { ms: 10 } });
+      await rust({ do: 'call', id: 'c1', tool: 'ev__sleep', args: { ms: 10, token: 's3cret' } });
       const card = page.locator('article.approval', { hasText: 'ev__sleep' });
       await card.waitFor();
+      // A secret among the arguments is shown as the log keeps it, and marked.
+      await card.locator('.leaf.redacted', { hasText: 'token' }).getByText('redacted').waitFor();
+      await card.getByText('replaced by their keyed hash').waitFor();
+      check(!(await card.textContent()).includes('s3cret'), 'the secret is not shown');
       await visible(page, 'ui-test-client 1.0');
       await until('the title to count it', async () => (await page.title()).startsWith('(1)'));
       check(await page.locator('#approval-count').textContent() === '1', 'badge 1');
