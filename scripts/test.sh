@@ -8,4 +8,8 @@ cd "$(dirname "$0")/.."
 { [ -x .ci-cache/npm/node_modules/.bin/mcp-server-everything ] && [ -f .ci-cache/oidc/node_modules/oidc-provider/lib/index.js ] \
   && [ -x .ci-cache/py/bin/python ] && [ -d .ci-cache/ts/node_modules/@modelcontextprotocol/sdk ]; } \
   || bash scripts/install-interop.sh || true
+# The web UI's browser tests need Chromium and playwright-core (scripts/install-ui-test.sh);
+# without them they skip unless PORTICO_REQUIRE_UI=1.
+[ -f .ci-cache/ui/node_modules/playwright-core/package.json ] && [ -x /usr/bin/chromium ] \
+  || bash scripts/install-ui-test.sh || true
 cargo test --workspace --all-features

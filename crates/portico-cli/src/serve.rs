@@ -34,6 +34,10 @@ pub(crate) struct ServeArgs {
     /// or 127.0.0.1:8766. It needs the token in the state directory's `admin-token`.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "")]
     admin: Option<String>,
+    /// Serve the web UI on the admin listener (turns on --admin at its default address when
+    /// not given) and print a one-time login link; also `[admin] ui = true`.
+    #[arg(long)]
+    ui: bool,
 }
 
 pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Failure> {
@@ -41,7 +45,9 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     let loaded = load_config(Some(&path))?;
     let listen = loaded.gateway.listen;
     let supervisor = Arc::new(crate::supervisor(&loaded).await?);
-    let admin = match &args.admin {
+    let ui = args.ui || loaded.admin.ui;
+    let admin_addr = args.admin.clone().or_else(|| ui.then(String::new));
+    let admin = match &admin_addr {
         None => None,
         Some(addr) => {
             let addr: SocketAddr = if addr.is_empty() {
@@ -61,9 +67,16 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     let gateway = Gateway::with_startup_wait(host.clone(), wait);
     if let Some((listener, token)) = admin {
         let bound = listener.local_addr().map_err(|e| Failure::Usage(format!("admin: {e}")))?;
-        let admin = portico_host::admin::Admin::new(host.clone(), supervisor.approvals().clone(), token, bound);
+        let mut admin = portico_host::admin::Admin::new(host.clone(), supervisor.approvals().clone(), token, bound)
+            .with_supervisor(supervisor.clone());
+        if ui {
+            admin = admin.with_ui();
+        }
         supervisor.attach_http(true);
         eprintln!("portico: admin API on http://{bound} (token in the state directory's admin-token)");
+        if let Some(link) = admin.login_link() {
+            eprintln!("portico: web UI: open {link} (the link works once)");
+        }
         tokio::spawn(async move {
             if let Err(e) = admin.serve(listener, shutdown_signal()).await {
                 eprintln!("portico: the admin API stopped: {e}");

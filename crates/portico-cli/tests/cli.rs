@@ -286,7 +286,8 @@ fn kill_9_right_after_the_answers_loses_no_record() {
         }
         // Every answer is in; the gateway dies at once, with no chance to flush anything.
         let pid = child.pid();
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL).expect("kill");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL)
+            .expect("kill");
         let _ = tokio::time::timeout(Duration::from_secs(10), child.shutdown()).await;
     });
     let c = cfg.to_str().expect("utf-8");

@@ -56,6 +56,7 @@ impl Gateway {
             .with_prompts()
             .with_resources()
             .layer(StartupGate { ready, within: startup })
+            .layer(crate::clients::SessionLayer { host: host.clone() })
             .build();
         let gateway = Gateway { host, server, shown: watch::channel(Arc::new(Registry::default())).0 };
         let mut registry = gateway.host.watch_registry();
@@ -75,8 +76,10 @@ impl Gateway {
                 let next = registry.borrow_and_update().clone();
                 let shown = sync.shown.borrow().clone();
                 if *shown == *next {
-                    // Rebuilt the same: an upstream's list_changed, passed on as it came.
+                    // Rebuilt the same: an upstream's list_changed, passed on as it came, or
+                    // a tool switched on or off (what is hidden is worked out again).
                     sync.server.edit(|e| {
+                        sync.edit_tools(e, &Registry::default(), &next);
                         e.mark_tools_changed().mark_prompts_changed().mark_resources_changed();
                     });
                 } else {
@@ -129,25 +132,7 @@ impl Gateway {
     fn apply(&self, old: &Registry, new: &Registry) {
         self.server.edit(|edit| {
             if old.tools != new.tools {
-                let shown = |name: &str| new.tools.get(name).is_some_and(|e| !self.host.hides(e));
-                edit.retain_tools(|name| shown(name));
-                for (name, entry) in &new.tools {
-                    if old.tools.get(name) == Some(entry) || self.host.hides(entry) {
-                        continue;
-                    }
-                    let host = self.host.clone();
-                    let exposed = Arc::<str>::from(name.as_str());
-                    edit.add_tool(entry.tool.clone(), move |args: Value, cx: RequestContext| {
-                        let host = host.clone();
-                        let exposed = exposed.clone();
-                        async move {
-                            match host.try_call_tool(&exposed, args, Some(&cx)).await {
-                                Ok(result) => ToolReply::Result(result),
-                                Err(e) => ToolReply::Error(handler_error(e)),
-                            }
-                        }
-                    });
-                }
+                self.edit_tools(edit, old, new);
             }
             if old.prompts != new.prompts {
                 edit.retain_prompts(|name| new.prompts.contains_key(name));
@@ -199,6 +184,31 @@ impl Gateway {
                 }
             }
         });
+    }
+}
+
+impl Gateway {
+    /// Offers `new`'s tools that are not hidden, replacing those that differ from `old`'s.
+    fn edit_tools(&self, edit: &mut portico::server::Edit<'_>, old: &Registry, new: &Registry) {
+        let shown = |name: &str| new.tools.get(name).is_some_and(|e| !self.host.hides(e));
+        edit.retain_tools(|name| shown(name));
+        for (name, entry) in &new.tools {
+            if old.tools.get(name) == Some(entry) || self.host.hides(entry) {
+                continue;
+            }
+            let host = self.host.clone();
+            let exposed = Arc::<str>::from(name.as_str());
+            edit.add_tool(entry.tool.clone(), move |args: Value, cx: RequestContext| {
+                let host = host.clone();
+                let exposed = exposed.clone();
+                async move {
+                    match host.try_call_tool(&exposed, args, Some(&cx)).await {
+                        Ok(result) => ToolReply::Result(result),
+                        Err(e) => ToolReply::Error(handler_error(e)),
+                    }
+                }
+            });
+        }
     }
 }
 

@@ -75,6 +75,10 @@ struct Inner {
     output_schemas: crate::checks::OutputSchemas,
     metrics: crate::metrics::Metrics,
     stop: tokio_util::sync::CancellationToken,
+    /// The calls in progress, the tools switched off by a person, the downstream sessions.
+    activity: crate::activity::Activity,
+    switches: crate::switches::Switches,
+    clients: crate::clients::Clients,
 }
 
 impl std::fmt::Debug for Host {
@@ -114,6 +118,9 @@ impl Host {
             output_schemas: crate::checks::OutputSchemas::default(),
             metrics: crate::metrics::Metrics::default(),
             stop: tokio_util::sync::CancellationToken::new(),
+            activity: crate::activity::Activity::new(),
+            switches: crate::switches::Switches::default(),
+            clients: crate::clients::Clients::default(),
         });
         let host = Host { inner };
         {
@@ -215,7 +222,60 @@ impl Host {
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, HostError> {
         let span = crate::telemetry::span(Method::CallTool, name, cx);
-        self.call_tool_in(name, arguments, cx).instrument(span).await
+        self.call_tool_in(name, arguments, cx, None).instrument(span).await
+    }
+
+    /// [`call_tool`](Self::call_tool) on behalf of `principal`, from no client session: how the
+    /// host's own interfaces (the web UI's "try it") call a tool. Policy, approval and the
+    /// activity log see `principal`.
+    pub async fn call_tool_by(&self, name: &str, arguments: Value, principal: &str) -> CallToolResult {
+        let span = crate::telemetry::span(Method::CallTool, name, None);
+        self.call_tool_in(name, arguments, None, Some(principal))
+            .instrument(span)
+            .await
+            .unwrap_or_else(|e| tool_error(e.to_string()))
+    }
+
+    /// The calls in progress through this host.
+    pub fn activity(&self) -> &crate::activity::Activity {
+        &self.inner.activity
+    }
+
+    /// The tools a person switched off.
+    pub fn switches(&self) -> &crate::switches::Switches {
+        &self.inner.switches
+    }
+
+    /// Switches the exposed tool `name` on or off for every client: an "off" tool is left out
+    /// of `tools/list` (clients get `list_changed`) and its calls are refused.
+    pub fn set_tool_enabled(&self, name: &str, on: bool) {
+        if self.inner.switches.set(name, on) {
+            self.inner.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Switches the exposed tool `name` on or off for the downstream session `session` alone
+    /// (a [`ConnectionId`](portico::server::ConnectionId) number, as
+    /// [`client_sessions`](Self::client_sessions) lists them): it leaves that session's
+    /// `tools/list`, connected clients get `list_changed`, and that session's calls to it are
+    /// refused.
+    pub fn set_tool_enabled_for(&self, name: &str, session: u64, on: bool) {
+        if self.inner.switches.set_for(session, name, on) {
+            self.inner.changes.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// The downstream sessions connected to the gateway (handshake era; heard from within
+    /// [`clients::IDLE`](crate::clients::IDLE)).
+    pub fn client_sessions(&self) -> Vec<crate::clients::ClientSession> {
+        for gone in self.inner.clients.prune() {
+            self.inner.switches.forget(gone);
+        }
+        self.inner.clients.list()
+    }
+
+    pub(crate) fn clients(&self) -> &crate::clients::Clients {
+        &self.inner.clients
     }
 
     async fn call_tool_in(
@@ -223,7 +283,11 @@ impl Host {
         name: &str,
         arguments: Value,
         cx: Option<&RequestContext>,
+        by: Option<&str>,
     ) -> Result<CallToolResult, HostError> {
+        if !self.inner.switches.is_on_for(name, cx.map(|cx| cx.connection_id().get())) {
+            return Ok(tool_error(format!("the tool `{name}` is switched off on this gateway")));
+        }
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
             return Ok(tool_error(format!("no tool `{name}` is offered")));
@@ -235,11 +299,15 @@ impl Host {
             origin,
             tool: Some(&entry.tool),
             arguments: &arguments,
-            principal: principal(cx),
+            principal: by.unwrap_or_else(|| principal(cx)),
             request: cx,
             started: std::time::SystemTime::now(),
         };
-        let verdict = self.inner.oversight.before(&call).await;
+        let tracked = self.inner.activity.begin(&call);
+        let verdict = match tracked.unless_cancelled(self.inner.oversight.before(&call)).await {
+            Some(verdict) => verdict,
+            None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
+        };
         if let Some(reason) = &verdict.refusal {
             self.after(&call, &verdict, &Outcome::Refused(reason)).await;
             return Ok(tool_error(format!("refused: {reason}")));
@@ -247,8 +315,14 @@ impl Host {
         let Some(up) = self.upstream(&origin.server) else {
             return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)));
         };
+        tracked.running();
         let sent = std::time::Instant::now();
-        let upstream = up.call_tool(&origin.name, arguments.clone(), cx).await;
+        let upstream =
+            up.call_tool_observed(&origin.name, arguments.clone(), cx, Some(Arc::new(tracked.on_progress())));
+        let upstream = tracked
+            .unless_cancelled(upstream)
+            .await
+            .unwrap_or_else(|| Err(UpstreamError::Cancelled { server: origin.server.clone() }));
         self.measured(&call, sent, &upstream);
         match upstream {
             Ok(result) => {
@@ -541,6 +615,9 @@ impl Host {
 
     /// Whether oversight leaves this tool out of `tools/list`.
     pub fn hides(&self, entry: &crate::registry::ToolEntry) -> bool {
+        if !self.inner.switches.is_on(&entry.tool.name) {
+            return true;
+        }
         let trusted = read(&self.inner.config).servers.get(&entry.origin.server).is_some_and(|s| s.trusted);
         self.inner.oversight.hides(entry, trusted)
     }

@@ -33,10 +33,12 @@
 
 #![deny(missing_docs)]
 
+pub mod activity;
 pub mod admin;
 pub mod approvals;
 pub mod audit;
 mod checks;
+pub mod clients;
 pub mod config;
 pub mod gateway;
 mod host;
@@ -46,6 +48,7 @@ pub mod oversight;
 pub mod policy;
 pub mod registry;
 pub mod router;
+pub mod switches;
 pub mod telemetry;
 pub mod upstream;
 

@@ -199,7 +199,12 @@ impl Supervisor {
                  (elicitation), and neither the admin API (`portico serve --admin`) nor a terminal is answering",
             );
         }
-        let pending = pending(call, Kind::Call, call.arguments.clone(), reason.clone());
+        // The person sees the arguments as the log keeps them: secrets as their keyed hashes.
+        let mut shown = call.arguments.clone();
+        if let Some(redactor) = self.audit.as_ref().and_then(AuditLog::redactor) {
+            redactor.redact_arguments(&mut shown);
+        }
+        let pending = pending(call, Kind::Call, shown, reason.clone());
         match self.approvals.request(pending, client).await {
             Ok(answer) => {
                 record["approval"] = approval_record(&answer);

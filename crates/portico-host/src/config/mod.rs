@@ -72,6 +72,8 @@ pub struct AdminConfig {
     pub listen: SocketAddr,
     /// The token from the config; `None`: generated in the state directory.
     pub token: Option<Secret>,
+    /// Serve the web UI there (`[admin] ui = true`, or `portico serve --ui`).
+    pub ui: bool,
 }
 
 /// `[approvals]`, validated.
@@ -427,6 +429,7 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
             }
             None => None,
         },
+        ui: raw.admin.ui.unwrap_or(false),
     };
     let timeout = match &raw.approvals.timeout {
         Some(v) => parse_duration(v, "approvals.timeout")?,

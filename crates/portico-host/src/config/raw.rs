@@ -47,6 +47,9 @@ pub struct RawAdmin {
     /// (`admin-token`, mode 0600) when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Serve the web UI on the admin listener (as `portico serve --ui`); off when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ui: Option<bool>,
 }
 
 impl RawAdmin {

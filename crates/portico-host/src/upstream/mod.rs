@@ -30,6 +30,9 @@ use crate::registry::Catalog;
 use status::Tail;
 pub use status::{State, UpstreamStatus};
 
+/// What sees an upstream's progress reports for one call ([`Upstream::call_tool_observed`]).
+pub type ProgressObserver = Arc<dyn Fn(&portico::schema::ProgressNotificationParams) + Send + Sync>;
+
 /// How long an upstream must stay ready before its count of failures in a row starts again.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 
@@ -348,6 +351,21 @@ impl Upstream {
         arguments: serde_json::Value,
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, UpstreamError> {
+        self.call_tool_observed(name, arguments, cx, None).await
+    }
+
+    /// [`call_tool`](Self::call_tool), with the upstream's progress reports also shown to
+    /// `observe` (the host's list of calls in progress), whether or not a client is calling.
+    ///
+    /// # Errors
+    /// Any [`UpstreamError`].
+    pub async fn call_tool_observed(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        cx: Option<&RequestContext>,
+        observe: Option<ProgressObserver>,
+    ) -> Result<CallToolResult, UpstreamError> {
         let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
         let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
@@ -369,9 +387,13 @@ impl Upstream {
                     }
                 });
                 let progress = tx.clone();
+                let observe = observe.clone();
                 options = options
                     .with_cancel(cx.cancellation().clone())
                     .with_progress(move |p| {
+                        if let Some(observe) = &observe {
+                            observe(&p);
+                        }
                         let _ = progress.try_send(handler::Forward::Progress(p));
                     })
                     .with_input(relay::handler(self.shared.clone(), cx.clone()))
@@ -381,7 +403,12 @@ impl Upstream {
                 }
                 (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
             }
-            None => (None, None),
+            None => {
+                if let Some(observe) = observe {
+                    options = options.with_progress(move |p| observe(&p));
+                }
+                (None, None)
+            }
         };
         let result = client.call_tool_with(name, arguments, options).await;
         drop(call);

@@ -28,11 +28,16 @@ use crate::rpc::{Peer, RequestOptions};
 pub(crate) const INPUT_REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Identifies a connection (or handshake-era HTTP session) among this process's others, for
-/// as long as the process runs. See [`RequestContext::connection_id`].
+/// as long as the process runs. See [`RequestContext::connection_id`]. Middleware finds it in
+/// every request's extensions ([`McpRequest::extensions`](crate::middleware::McpRequest::extensions)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(u64);
 
 impl ConnectionId {
+    pub(crate) fn new(id: u64) -> ConnectionId {
+        ConnectionId(id)
+    }
+
     /// The number (unique within the process).
     pub fn get(self) -> u64 {
         self.0

@@ -39,6 +39,8 @@ pub(super) fn call(
     peer: Peer,
 ) -> BoxFuture<'static, Reply> {
     let IncomingRequest { id, method, params, cancel, close_stream, mut extensions } = request;
+    // Layers may key per-connection state on it, as handlers do with `connection_id`.
+    extensions.insert(super::ConnectionId::new(peer.connection_id()));
     extensions.insert(Route { layer, peer, cancel, close_stream });
     let req = McpRequest::new(id, method, params, extensions);
     async move {
