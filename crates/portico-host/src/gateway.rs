@@ -55,10 +55,26 @@ impl Gateway {
             .with_tools()
             .with_prompts()
             .with_resources()
+            .on_subscription({
+                let host = host.clone();
+                move |uri, on| host.watch_resource(uri, on)
+            })
             .layer(StartupGate { ready, within: startup })
             .layer(crate::clients::SessionLayer { host: host.clone() })
             .build();
         let gateway = Gateway { host, server, shown: watch::channel(Arc::new(Registry::default())).0 };
+        // Updates of watched resources go to the clients that watch them.
+        let mut updates = gateway.host.resource_updates();
+        let notify = gateway.server.clone();
+        tokio::spawn(async move {
+            loop {
+                match updates.recv().await {
+                    Ok(uri) => notify.notify_resource_updated(&uri),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                }
+            }
+        });
         let mut registry = gateway.host.watch_registry();
         // What the host has now is offered before `new` returns; changes follow in the task.
         let first = registry.borrow_and_update().clone();

@@ -79,6 +79,9 @@ struct Inner {
     activity: crate::activity::Activity,
     switches: crate::switches::Switches,
     clients: crate::clients::Clients,
+    /// Watchers per exposed resource URI, and the updates of watched ones (exposed URIs).
+    watching: std::sync::Mutex<std::collections::HashMap<String, usize>>,
+    resource_updates: tokio::sync::broadcast::Sender<String>,
 }
 
 impl std::fmt::Debug for Host {
@@ -121,6 +124,8 @@ impl Host {
             activity: crate::activity::Activity::new(),
             switches: crate::switches::Switches::default(),
             clients: crate::clients::Clients::default(),
+            watching: std::sync::Mutex::new(std::collections::HashMap::new()),
+            resource_updates: tokio::sync::broadcast::channel(256).0,
         });
         let host = Host { inner };
         {
@@ -145,6 +150,23 @@ impl Host {
             self.inner.changes.clone(),
             self.inner.oversight.clone(),
         );
+        // The upstream's resource updates, under the URIs the gateway offers.
+        let mut updates = up.resource_updates();
+        let weak = Arc::downgrade(&self.inner);
+        let from = name.clone();
+        tokio::spawn(async move {
+            loop {
+                let uri = match updates.recv().await {
+                    Ok(uri) => uri,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(_) => return,
+                };
+                let Some(inner) = weak.upgrade() else { return };
+                let registry = inner.registry.borrow().clone();
+                let exposed = registry.exposed_uri(&from, &uri).unwrap_or(uri);
+                let _ = inner.resource_updates.send(exposed);
+            }
+        });
         if lazy {
             if let Some(catalog) = load_cached(&cache_path(config, &name)) {
                 up.seed_catalog(catalog);
@@ -154,6 +176,51 @@ impl Host {
             }
         }
         up
+    }
+
+    /// Starts (`on`) or stops watching the resource the gateway offers as `uri`; the first
+    /// watcher subscribes to it upstream and the last one to leave unsubscribes. Its updates
+    /// arrive on [`resource_updates`](Self::resource_updates).
+    pub fn watch_resource(&self, uri: &str, on: bool) {
+        let first_or_last = {
+            let mut watching = self.inner.watching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if on {
+                let n = watching.entry(uri.to_owned()).or_insert(0);
+                *n += 1;
+                *n == 1
+            } else {
+                match watching.get_mut(uri) {
+                    Some(n) if *n > 1 => {
+                        *n -= 1;
+                        false
+                    }
+                    Some(_) => {
+                        watching.remove(uri);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        };
+        if !first_or_last {
+            return;
+        }
+        let registry = self.registry();
+        let origin = registry.resolve_uri(uri).or_else(|| {
+            let server = registry.template_servers().into_iter().next()?;
+            Some(Origin { server, name: uri.to_owned() })
+        });
+        if let Some(origin) = origin
+            && let Some(up) = self.upstream(&origin.server)
+        {
+            up.watch_resource(&origin.name, on);
+        }
+    }
+
+    /// Updates of watched resources (`notifications/resources/updated` from their upstreams),
+    /// by the URIs the gateway offers.
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.inner.resource_updates.subscribe()
     }
 
     /// How the host introduces itself.

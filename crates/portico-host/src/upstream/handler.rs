@@ -283,6 +283,12 @@ impl ClientHandler for UpstreamHandler {
     fn on_resources_list_changed(&self) {
         self.changed();
     }
+
+    fn on_resource_updated(&self, uri: &str) {
+        if let Some(shared) = self.shared.upgrade() {
+            let _ = shared.updated.send(uri.to_owned());
+        }
+    }
 }
 
 /// The elicitation's message, prefixed with the name of the server asking, so that no server

@@ -126,6 +126,10 @@ struct Shared {
     changes: watch::Sender<u64>,
     /// What the upstream's own requests (sampling, elicitation, roots) pass through.
     oversight: Arc<dyn crate::router::Oversight>,
+    /// The upstream resources someone downstream watches: subscribed while the server runs.
+    watched: watch::Sender<std::collections::BTreeSet<String>>,
+    /// `notifications/resources/updated` from the upstream (its own URIs).
+    updated: tokio::sync::broadcast::Sender<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -199,12 +203,26 @@ impl Upstream {
             instances: isolate::Instances::default(),
             changes,
             oversight,
+            watched: watch::channel(std::collections::BTreeSet::new()).0,
+            updated: tokio::sync::broadcast::channel(256).0,
             config,
         });
         if shared.config.enabled {
             tokio::spawn(supervise(shared.clone()));
         }
         Upstream { shared }
+    }
+
+    /// Starts (`on`) or stops watching the upstream resource `uri`: it is subscribed to
+    /// (`resources/subscribe`, or a `subscriptions/listen` naming it in 2026-07-28) while
+    /// watched, again after every restart. Counting watchers is the caller's business.
+    pub fn watch_resource(&self, uri: &str, on: bool) {
+        self.shared.watched.send_if_modified(|set| if on { set.insert(uri.to_owned()) } else { set.remove(uri) });
+    }
+
+    /// The upstream's `notifications/resources/updated`, by its own URIs.
+    pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.shared.updated.subscribe()
     }
 
     /// Its config.
@@ -803,6 +821,52 @@ fn publish_catalog(shared: &Shared, catalog: Catalog) -> bool {
     true
 }
 
+/// Brings the upstream's subscriptions in line with `wanted`. A 2026-07-28 server gets a new
+/// `subscriptions/listen` (list changes and the wanted resources; the caller drops the old one
+/// once it has the new); a handshake-era server gets `resources/subscribe` and
+/// `unsubscribe` for the difference.
+async fn watch_upstream(
+    shared: &Shared,
+    client: &Client,
+    subscribed: &mut std::collections::BTreeSet<String>,
+    wanted: &std::collections::BTreeSet<String>,
+) -> Option<portico::client::Subscription> {
+    let server = &shared.config.name;
+    if client.protocol_version().is_stateless() {
+        let mut filter = SubscriptionFilter::new()
+            .with_tools_list_changed()
+            .with_prompts_list_changed()
+            .with_resources_list_changed();
+        for uri in wanted {
+            filter = filter.with_resource_subscription(uri.clone());
+        }
+        return match client.listen(filter).await {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(target: "portico::upstream", %server, "no subscription stream: {e}");
+                None
+            }
+        };
+    }
+    let can = client.server_capabilities().resources.as_ref().is_some_and(|r| r.subscribe == Some(true));
+    if !can {
+        return None;
+    }
+    for uri in wanted.difference(&subscribed.clone()) {
+        match client.subscribe_resource(uri).await {
+            Ok(()) => {
+                subscribed.insert(uri.clone());
+            }
+            Err(e) => tracing::warn!(target: "portico::upstream", %server, %uri, "resources/subscribe failed: {e}"),
+        }
+    }
+    for uri in subscribed.clone().difference(wanted) {
+        let _ = client.unsubscribe_resource(uri).await;
+        subscribed.remove(uri);
+    }
+    None
+}
+
 /// Serves calls through `live` until it is lost or stopped; returns why it ended.
 async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
     {
@@ -811,22 +875,13 @@ async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
         let info = live.client.server_info();
         s.server = Some(format!("{} {}", info.name, info.version));
     }
-    // In the stateless era list changes come only on a subscription stream.
-    let _subscription = if live.client.protocol_version().is_stateless() {
-        let filter = SubscriptionFilter::new()
-            .with_tools_list_changed()
-            .with_prompts_list_changed()
-            .with_resources_list_changed();
-        match live.client.listen(filter).await {
-            Ok(s) => Some(s),
-            Err(e) => {
-                tracing::warn!(target: "portico::upstream", server = %shared.config.name, "no list-change subscription: {e}");
-                None
-            }
-        }
-    } else {
-        None
-    };
+    // In the stateless era list changes and resource updates come only on a subscription
+    // stream; in the handshake era resources are subscribed to one by one.
+    let mut watched = shared.watched.subscribe();
+    let mut subscribed = std::collections::BTreeSet::new();
+    let wanted = watched.borrow_and_update().clone();
+    // Held for its lifetime: dropping it ends the stream.
+    let mut _subscription = watch_upstream(shared, &live.client, &mut subscribed, &wanted).await;
     // Every level from the upstream; each downstream client's own level filters what it gets.
     if live.client.server_capabilities().logging.is_some()
         && let Err(e) = live.client.set_logging_level(portico::schema::LoggingLevel::Debug).await
@@ -849,6 +904,12 @@ async fn run(shared: &Arc<Shared>, mut live: Live) -> String {
         tokio::select! {
             () = shared.stop.cancelled() => break "stopped".to_owned(),
             () = shared.restart.notified() => break "restart asked for".to_owned(),
+            Ok(()) = watched.changed() => {
+                let now = watched.borrow_and_update().clone();
+                if let Some(s) = watch_upstream(shared, &live.client, &mut subscribed, &now).await {
+                    _subscription = Some(s);
+                }
+            }
             () = live.client.closed() => {
                 // Say how the process ended when that is why (it closed its stdout as it died).
                 let exited = match live.child.as_mut() {
