@@ -62,6 +62,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             Some((listener, token))
         }
     };
+    let auth = loaded.auth.clone();
     let host = Host::with_oversight(loaded, supervisor.clone());
     let wait = Duration::try_from_secs_f64(args.startup_wait).unwrap_or(Duration::from_secs(30));
     let gateway = Gateway::with_startup_wait(host.clone(), wait);
@@ -71,6 +72,11 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             .with_supervisor(supervisor.clone());
         if ui {
             admin = admin.with_ui();
+        }
+        if let Some(auth) = &auth {
+            let server =
+                portico_host::auth::admin_resource_server(auth, &format!("http://{bound}")).map_err(Failure::Usage)?;
+            admin = admin.with_oauth(server);
         }
         supervisor.attach_http(true);
         eprintln!("portico: admin API on http://{bound} (token in the state directory's admin-token)");
@@ -103,9 +109,15 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             let listener =
                 TcpListener::bind(addr).await.map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
             let bound = listener.local_addr().map_or(addr, |a| a);
-            announce_when_ready(&host, &gateway, wait, format!("http://{bound}/mcp"));
-            gateway
-                .http()
+            let url = format!("http://{bound}/mcp");
+            announce_when_ready(&host, &gateway, wait, url.clone());
+            let mut endpoint = gateway.http();
+            if let Some(auth) = &auth {
+                endpoint =
+                    endpoint.authorization(portico_host::auth::resource_server(auth, &url).map_err(Failure::Usage)?);
+                eprintln!("portico: OAuth: tokens from {} are required at {url}", auth.issuer);
+            }
+            endpoint
                 .build()
                 .serve_with_shutdown(listener, shutdown_signal())
                 .await

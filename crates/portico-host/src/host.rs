@@ -698,7 +698,15 @@ impl Host {
 /// Who is calling: the subject an authorization layer in front of the gateway put in the
 /// request's extensions ([`Principal`]), else `local` (stdio, or HTTP without authorization).
 pub(crate) fn principal(cx: Option<&RequestContext>) -> &str {
-    cx.and_then(|cx| cx.extensions().get::<Principal>()).map_or("local", |p| p.0.as_str())
+    let Some(cx) = cx else { return "local" };
+    if let Some(p) = cx.extensions().get::<Principal>() {
+        return p.0.as_str();
+    }
+    // A token checked by `[auth]` (the SDK's resource server): its subject, else its client.
+    match cx.extensions().get::<portico::auth::server::AuthInfo>() {
+        Some(info) => info.subject().or(info.client_id()).unwrap_or("unknown"),
+        None => "local",
+    }
 }
 
 /// The authenticated subject of a request, as an authorization layer in front of the gateway

@@ -37,6 +37,7 @@ pub mod activity;
 pub mod admin;
 pub mod approvals;
 pub mod audit;
+pub mod auth;
 mod checks;
 pub mod clients;
 pub mod config;

@@ -37,9 +37,8 @@ fn installed() -> Option<(PathBuf, PathBuf)> {
     None
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_oauth_upstream_is_called_with_the_gateways_own_token() {
-    let Some((node, module)) = installed() else { return };
+/// Starts the provider; it stops when the returned child is dropped.
+async fn provider(node: PathBuf, module: PathBuf) -> (tokio::process::Child, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../portico/tests/oidc/provider.js");
     let mut provider = tokio::process::Command::new(node)
         .arg(script)
@@ -58,6 +57,14 @@ async fn an_oauth_upstream_is_called_with_the_gateways_own_token() {
         .expect("read");
     let issuer =
         serde_json::from_str::<serde_json::Value>(&line).expect("json")["issuer"].as_str().expect("issuer").to_owned();
+
+    (provider, issuer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oauth_upstream_is_called_with_the_gateways_own_token() {
+    let Some((node, module)) = installed() else { return };
+    let (_provider, issuer) = provider(node, module).await;
 
     // The protected upstream: its tool reports the client id of the token it was called with.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -103,4 +110,103 @@ async fn an_oauth_upstream_is_called_with_the_gateways_own_token() {
     assert!(!debug.contains("\"secret\""), "the client secret shows in Debug: {debug}");
     host.shutdown().await;
     upstream.abort();
+}
+
+/// A token from the provider for `resource` with `scope` (client credentials as `mcp-client`).
+async fn token(issuer: &str, resource: &str, scope: &str) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{issuer}/token"))
+        .basic_auth("mcp-client", Some("secret"))
+        .form(&[("grant_type", "client_credentials"), ("resource", resource), ("scope", scope)])
+        .send()
+        .await
+        .expect("token request");
+    let body: serde_json::Value = r.json().await.expect("token json");
+    body["access_token"].as_str().unwrap_or_else(|| panic!("no token: {body}")).to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is_the_principal() {
+    let Some((node, module)) = installed() else { return };
+    let (_provider, issuer) = provider(node, module).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    // Only the client the tokens are issued to may call tools; anyone else would be asked.
+    let policy = "[[policy.rules]]\nprincipal = \"mcp-client\"\ndecision = \"allow\"\n\n";
+    let auth = format!("[auth]\nissuer = {issuer:?}\nscopes = [\"mcp:read\"]\nadmin_scopes = [\"mcp:admin\"]\n\n");
+    let config = common::config_in(dir.path(), &format!("{auth}{policy}{}", common::everything("ev", "")));
+    let auth = config.auth.clone().expect("[auth]");
+    let log = portico_host::audit::AuditLog::open(&portico_host::audit::RawAudit::default(), &config.gateway.state_dir)
+        .await
+        .expect("log");
+    let supervisor =
+        std::sync::Arc::new(portico_host::oversight::Supervisor::new(&config).expect("sup").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = portico_host::gateway::Gateway::new(host.clone());
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let rs = portico_host::auth::resource_server(&auth, &url).expect("resource server");
+    let endpoint = gateway.http().authorization(rs).build();
+    let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
+
+    // No token: refused, with the metadata to find the issuer.
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 401);
+    assert!(
+        r.headers().get("www-authenticate").is_some_and(|h| h.to_str().is_ok_and(|h| h.contains("resource_metadata")))
+    );
+    // A token for another resource: refused (no confused deputy).
+    let other = token(&issuer, "http://127.0.0.1:1/elsewhere", "mcp:read").await;
+    let transport = portico::transport::http::client::HttpClientTransport::new(&url)
+        .header("authorization", format!("Bearer {other}"));
+    let refused = portico::client::Client::builder(Implementation::new("agent", "1")).connect(transport).await;
+    assert!(refused.is_err(), "a token for another audience was taken");
+
+    // A token for this gateway: the call goes through as `mcp-client` (policy allows only it).
+    let good = token(&issuer, &url, "mcp:read").await;
+    let transport = portico::transport::http::client::HttpClientTransport::new(&url)
+        .header("authorization", format!("Bearer {good}"));
+    let client =
+        portico::client::Client::builder(Implementation::new("agent", "1")).connect(transport).await.expect("connect");
+    let r = client.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("call");
+    assert_eq!(r.structured_content, Some(json!({"sum": 3})), "{r:?}");
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&portico_host::audit::Filter::new()).await.expect("query");
+    assert_eq!(records.last().and_then(|r| r.principal.clone()).as_deref(), Some("mcp-client"));
+
+    // The admin listener: a token for it with the admin scope is taken; without the scope, not.
+    let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let admin_addr = admin_listener.local_addr().expect("addr");
+    let admin_url = format!("http://{admin_addr}");
+    let admin = portico_host::admin::Admin::new(
+        host.clone(),
+        supervisor.approvals().clone(),
+        portico_host::config::Secret::new("admin-token-admin-token-0001"),
+        admin_addr,
+    )
+    .with_oauth(portico_host::auth::admin_resource_server(&auth, &admin_url).expect("admin rs"));
+    let admin_task = tokio::spawn(admin.serve(admin_listener, std::future::pending()));
+    let http = reqwest::Client::new();
+    let get = |t: String| http.get(format!("{admin_url}/approvals")).bearer_auth(t).send();
+    let r = get(token(&issuer, &admin_url, "mcp:admin").await).await.expect("send");
+    assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    let r = get(token(&issuer, &admin_url, "mcp:read").await).await.expect("send");
+    assert_eq!(r.status(), 401, "without the admin scope");
+    let r = get(good.clone()).await.expect("send");
+    assert_eq!(r.status(), 401, "a token for the MCP endpoint is not one for the admin listener");
+    let r = get("admin-token-admin-token-0001".to_owned()).await.expect("send");
+    assert_eq!(r.status(), 200, "the admin token still works");
+    client.close().await;
+    admin_task.abort();
+    served.abort();
+    host.shutdown().await;
 }

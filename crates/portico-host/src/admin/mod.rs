@@ -69,6 +69,9 @@ pub struct Admin {
     listen: SocketAddr,
     supervisor: Option<Arc<Supervisor>>,
     sessions: Option<Sessions>,
+    /// `[auth]`: OAuth tokens this resource server accepts are taken in place of the admin
+    /// token.
+    oauth: Option<portico::auth::server::ResourceServer>,
 }
 
 impl std::fmt::Debug for Admin {
@@ -132,13 +135,22 @@ pub(crate) struct Caller {
 impl Admin {
     /// The admin routes for `host` and its `approvals`, listening on `listen`, with `token`.
     pub fn new(host: Host, approvals: Approvals, token: Secret, listen: SocketAddr) -> Admin {
-        Admin { host, approvals, token, listen, supervisor: None, sessions: None }
+        Admin { host, approvals, token, listen, supervisor: None, sessions: None, oauth: None }
     }
 
     /// Serves the policy and the activity log of `supervisor` too (`/policy`, `/log`).
     #[must_use]
     pub fn with_supervisor(mut self, supervisor: Arc<Supervisor>) -> Admin {
         self.supervisor = Some(supervisor);
+        self
+    }
+
+    /// Also takes OAuth access tokens that `server` accepts (audience, signature, the admin
+    /// scopes: [`crate::auth::admin_resource_server`]) in place of the admin token; the
+    /// token's subject is the caller.
+    #[must_use]
+    pub fn with_oauth(mut self, server: portico::auth::server::ResourceServer) -> Admin {
+        self.oauth = Some(server);
         self
     }
 
@@ -265,9 +277,17 @@ async fn guard(State(admin): State<Admin>, headers: HeaderMap, mut request: Requ
             return refuse(StatusCode::FORBIDDEN, "Origin is not this listener");
         }
     }
-    let caller = match authenticate(&admin, &headers, request.method(), request.uri().path()) {
-        Ok(caller) => caller,
-        Err(refusal) => return *refusal,
+    let caller = match oauth_caller(&admin, &headers).await {
+        Some(Ok(caller)) => Some(caller),
+        Some(Err(why)) => {
+            let mut r = refuse(StatusCode::UNAUTHORIZED, &format!("the access token was refused: {why}"));
+            r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+        None => match authenticate(&admin, &headers, request.method(), request.uri().path()) {
+            Ok(caller) => caller,
+            Err(refusal) => return *refusal,
+        },
     };
     if let Some(caller) = caller {
         request.extensions_mut().insert(caller);
@@ -275,6 +295,24 @@ async fn guard(State(admin): State<Admin>, headers: HeaderMap, mut request: Requ
     let mut response = next.run(request).await;
     secure(response.headers_mut());
     response
+}
+
+/// A bearer token that is not the admin token, checked as an OAuth access token when
+/// `[auth]` is on; `None` when there is none to check.
+async fn oauth_caller(admin: &Admin, headers: &HeaderMap) -> Option<Result<Caller, String>> {
+    let server = admin.oauth.as_ref()?;
+    let given =
+        headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "))?;
+    if same_secret(given, admin.token.expose()) {
+        return None;
+    }
+    Some(
+        server
+            .authorize(headers)
+            .await
+            .map(|info| Caller { principal: crate::auth::principal_of(&info), channel: "http" })
+            .map_err(|e| e.to_string()),
+    )
 }
 
 /// Who is asking: `Ok(None)` for the login link (its handler checks the token), a refusal when

@@ -62,6 +62,22 @@ pub struct Config {
     pub policy: crate::policy::raw::RawPolicy,
     /// `[audit]` as written (checked when the log is opened).
     pub audit: crate::audit::RawAudit,
+    /// `[auth]`: OAuth for the HTTP endpoint and the admin listener; `None`: off.
+    pub auth: Option<AuthConfig>,
+}
+
+/// `[auth]`, validated.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct AuthConfig {
+    /// The authorization server's issuer URL.
+    pub issuer: String,
+    /// This gateway's endpoint as clients address it; `None`: the `--http` URL.
+    pub resource: Option<String>,
+    /// Scopes every token must carry for the MCP endpoint.
+    pub scopes: Vec<String>,
+    /// Scopes a token must carry for the admin listener.
+    pub admin_scopes: Vec<String>,
 }
 
 /// `[admin]`, validated.
@@ -431,6 +447,25 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
         },
         ui: raw.admin.ui.unwrap_or(false),
     };
+    let auth = match raw.auth {
+        None => None,
+        Some(a) => {
+            let issuer = expand::expand(&a.issuer, "auth.issuer", source)?;
+            if !(issuer.starts_with("https://")
+                || issuer.starts_with("http://127.0.0.1")
+                || issuer.starts_with("http://localhost"))
+            {
+                return Err(ConfigError::new("must be an https:// URL (http only on loopback)").field("auth.issuer"));
+            }
+            let resource = a.resource.map(|r| expand::expand(&r, "auth.resource", source)).transpose()?;
+            Some(AuthConfig {
+                issuer,
+                resource,
+                scopes: a.scopes,
+                admin_scopes: a.admin_scopes.unwrap_or_else(|| vec!["portico:admin".to_owned()]),
+            })
+        }
+    };
     let timeout = match &raw.approvals.timeout {
         Some(v) => parse_duration(v, "approvals.timeout")?,
         None => Duration::from_secs(120),
@@ -459,7 +494,7 @@ pub fn validate(raw: RawConfig, base: &Path, source: &dyn expand::Source) -> Res
         servers.insert(name, validated);
     }
     crate::policy::Policy::compile(&raw.policy)?;
-    Ok(Config { gateway, servers, admin, approvals, policy: raw.policy, audit: raw.audit })
+    Ok(Config { gateway, servers, admin, approvals, policy: raw.policy, audit: raw.audit, auth })
 }
 
 fn legal_name_char(c: char) -> bool {

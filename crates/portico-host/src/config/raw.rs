@@ -30,6 +30,31 @@ pub struct RawConfig {
     /// `[audit]`: the activity log.
     #[serde(default, skip_serializing_if = "audit_is_default")]
     pub audit: crate::audit::RawAudit,
+    /// `[auth]`: OAuth 2.1 for the gateway's HTTP endpoint and the admin listener.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<RawAuth>,
+}
+
+/// `[auth]`: who may use the gateway over HTTP. Clients bring an access token from
+/// `issuer`; the gateway checks it (signature by the issuer's published keys, expiry,
+/// audience = `resource`, scopes) and the token's subject becomes the call's principal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct RawAuth {
+    /// The authorization server's issuer URL.
+    pub issuer: String,
+    /// This gateway's MCP endpoint as clients address it (the token's audience); the
+    /// `--http` URL when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// Scopes every token must carry for the MCP endpoint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Scopes a token must carry to use the admin listener (API and UI) in place of the admin
+    /// token; `["portico:admin"]` when not set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_scopes: Option<Vec<String>>,
 }
 
 fn audit_is_default(a: &crate::audit::RawAudit) -> bool {
