@@ -131,7 +131,7 @@ export function mount(main, ctx) {
           ? h('p', { class: 'note' }, 'Values marked “redacted” were replaced by their keyed hash.') : null);
     }
     const actions = h('div', { class: 'actions', role: 'group', 'aria-label': 'Answer' });
-    article.append(
+    fill(article,
       h('header', {}, h('h2', {}, title), h('span', { class: 'pill ask' }, kind)),
       h('dl', { class: 'facts' },
         h('dt', {}, 'Server'), h('dd', {}, p.server),

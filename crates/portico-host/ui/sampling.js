@@ -73,7 +73,6 @@ export function samplingRequest(p) {
   const params = p.arguments && typeof p.arguments === 'object' ? p.arguments : {};
   const system = typeof params.systemPrompt === 'string' ? params.systemPrompt : null;
   return h('section', { class: 'sampling', 'aria-label': 'The sampling request' },
-    h('p', { class: 'asks' }, 'Server ', h('strong', {}, p.server), ' asks your model to answer these messages.'),
     h('h3', {}, 'Messages'),
     messageList(params.messages),
     h('h3', {}, 'System prompt'),

@@ -300,6 +300,7 @@ async function main() {
       const shown = await first.locator('pre.text').textContent();
       check(shown === `Summarize in one line:\n${hostile}`, `the message as text: ${JSON.stringify(shown)}`);
       check(await card.locator('img').count() === 0, 'no <img> element was made from the message');
+      check(!(await card.textContent()).includes('null'), 'no empty value is shown as "null"');
       await card.locator('.facts', { hasText: 'Max tokens' }).getByText('100', { exact: true }).waitFor();
       await card.getByText('ui-sampling-client 1.0').waitFor();
       await card.getByText('None.').waitFor(); // no system prompt
