@@ -1,5 +1,5 @@
 //! The admin listener over real HTTP: token, Host and Origin checks, and approvals answered
-//! through it while a call waits.
+//! through it while a call waits, a sampling request's with the person's edited params.
 
 use std::time::Duration;
 
@@ -117,5 +117,76 @@ async fn a_waiting_call_is_answered_over_http_once() {
         .await
         .expect("send");
     assert_eq!(again.status(), 404, "an answered approval cannot be answered again");
+    server.abort();
+}
+
+/// The first pending approval, once there is one.
+async fn first_pending(http: &reqwest::Client, base: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let list: Value = http
+            .get(format!("{base}/approvals"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("send")
+            .json()
+            .await
+            .expect("json");
+        if let Some(first) = list.as_array().and_then(|l| l.first()) {
+            return first.clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "nothing came to approve");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_params_are_taken_for_a_sampling_request_only() {
+    let approvals = Approvals::new(Duration::from_secs(60));
+    let (base, server) = start(approvals.clone()).await;
+    let http = reqwest::Client::new();
+    let edited = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "edited"}}], "maxTokens": 5});
+
+    // A call: nothing to edit, and it stays pending.
+    let a = approvals.clone();
+    let call = tokio::spawn(async move { a.request(pending(), None).await });
+    let id = first_pending(&http, &base).await["id"].as_str().expect("id").to_owned();
+    let r = http
+        .post(format!("{base}/approvals/{id}"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"decision": "allow_once", "params": edited}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 400);
+    let body: Value = r.json().await.expect("json");
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("not a sampling request")), "{body}");
+    assert_eq!(approvals.list().len(), 1, "the call still waits");
+    approvals.answer(&id, portico_host::approvals::Answer::now(Choice::Deny, "test", "t")).expect("deny");
+    call.await.expect("join").expect("answered");
+
+    // A sampling request: the answer carries the person's params.
+    let mut p = pending();
+    p.kind = portico_host::approvals::Kind::Sampling;
+    p.exposed = "sampling/createMessage".to_owned();
+    p.original = "sampling/createMessage".to_owned();
+    p.arguments = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "asked"}}], "maxTokens": 5});
+    let a = approvals.clone();
+    let sampling = tokio::spawn(async move { a.request(p, None).await });
+    let shown = first_pending(&http, &base).await;
+    assert_eq!(shown["kind"], "sampling");
+    let id = shown["id"].as_str().expect("id");
+    let r = http
+        .post(format!("{base}/approvals/{id}"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"decision": "allow_once", "params": edited}))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status(), 200);
+    let answer = sampling.await.expect("join").expect("answered");
+    assert_eq!(answer.choice, Choice::AllowOnce);
+    assert_eq!(answer.edited, Some(edited));
     server.abort();
 }

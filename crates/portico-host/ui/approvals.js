@@ -92,6 +92,7 @@ export function mount(main, ctx) {
       editor.el.remove();
       editor = null;
       edit.setAttribute('aria-expanded', 'false');
+      edit.removeAttribute('aria-controls');
       edit.focus();
     };
     edit.addEventListener('click', () => {
@@ -107,6 +108,7 @@ export function mount(main, ctx) {
         close: closeEditor,
       });
       edit.setAttribute('aria-expanded', 'true');
+      edit.setAttribute('aria-controls', editor.el.id);
       article.append(editor.el);
       editor.focus();
     });

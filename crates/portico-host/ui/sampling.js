@@ -201,7 +201,7 @@ export function samplingEditor(p, { send, close }) {
   });
   const submit = h('button', { type: 'submit' }, 'Allow once (edited)');
   const cancel = h('button', { type: 'button', class: 'secondary', onclick: () => close() }, 'Stop editing');
-  const el = h('form', { class: 'sampling-editor', 'aria-label': `Edit the sampling request from ${p.server}` },
+  const el = h('form', { class: 'sampling-editor', id: nextId('editor'), 'aria-label': `Edit the sampling request from ${p.server}` },
     h('h3', {}, 'Edit the request'),
     h('p', { class: 'note' }, 'The model gets the request as edited here; the server is not told it was changed.'),
     toggle, holder, rawField, error,

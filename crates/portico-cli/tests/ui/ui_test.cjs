@@ -316,6 +316,10 @@ async function main() {
       const small = phone.page.locator('article.approval.kind-sampling');
       await small.getByRole('button', { name: 'Edit…' }).click();
       await shot(phone.page, 'sampling', ['asks your model to answer', 'Message 1 (user) text', 'Allow once (edited)']);
+      await small.getByLabel('Message 1 (user) text').press('Escape');
+      await small.locator('form.sampling-editor').waitFor({ state: 'detached' });
+      check(await small.getByRole('button', { name: 'Edit…' }).evaluate((el) => el === document.activeElement && el.getAttribute('aria-expanded') === 'false'),
+        'Escape closes the editor, and the focus is back on Edit');
       // The whole request as JSON: what the form holds, checked before it is sent.
       await card.getByRole('button', { name: 'Edit as JSON' }).click();
       const raw = card.getByLabel('The request as JSON');
