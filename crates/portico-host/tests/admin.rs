@@ -72,25 +72,11 @@ async fn a_waiting_call_is_answered_over_http_once() {
     let a = approvals.clone();
     let waiting = tokio::spawn(async move { a.request(pending(), None).await });
     let http = reqwest::Client::new();
-    let list = loop {
-        let list: Value = http
-            .get(format!("{base}/approvals"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("send")
-            .json()
-            .await
-            .expect("json");
-        if list.as_array().is_some_and(|l| !l.is_empty()) {
-            break list;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let id = list[0]["id"].as_str().expect("id").to_owned();
-    assert_eq!(list[0]["kind"], "call");
-    assert_eq!(list[0]["arguments"], json!({"path": "/tmp/x"}));
-    assert!(list[0]["expires_at"].as_u64() > list[0]["requested_at"].as_u64());
+    let first = first_pending(&http, &base).await;
+    let id = first["id"].as_str().expect("id").to_owned();
+    assert_eq!(first["kind"], "call");
+    assert_eq!(first["arguments"], json!({"path": "/tmp/x"}));
+    assert!(first["expires_at"].as_u64() > first["requested_at"].as_u64());
     let r = http
         .post(format!("{base}/approvals/{id}"))
         .bearer_auth(TOKEN)
