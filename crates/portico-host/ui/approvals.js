@@ -35,6 +35,8 @@ export function mount(main, ctx) {
   const cards = new Map();
   let stale = new Set();
   let first = true;
+  // The focus went to the page when the last card went; the next card that comes takes it.
+  let parked = false;
 
   const draw = () => {
     const items = [...waiting.values()].sort((a, b) => a.requested_at - b.requested_at);
@@ -55,13 +57,17 @@ export function mount(main, ctx) {
       if (list.children[i] !== el) list.insertBefore(el, list.children[i] || null);
     });
     // The focus stays where it was; when its card went, it moves to the next card's first
-    // answer, so a person answering from the keyboard can go on.
+    // answer, so a person answering from the keyboard can go on (to a completion that comes
+    // back a moment after its sampling request was allowed, too).
+    const idle = !focused || focused === document.body || focused === main;
     if (lost >= 0) {
-      const next = list.children[Math.min(lost, list.children.length - 1)];
-      (next?.querySelector('button') || main).focus();
-    } else if (first && items.length && (!focused || focused === document.body || focused === main)) {
+      const next = list.children[Math.min(lost, list.children.length - 1)]?.querySelector('button');
+      (next || main).focus();
+      parked = !next;
+    } else if ((first || parked) && items.length && idle) {
       list.querySelector('button')?.focus();
       first = false;
+      parked = false;
     }
     tick();
   };

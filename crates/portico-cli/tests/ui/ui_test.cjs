@@ -347,7 +347,9 @@ async function main() {
       await shot(page, 'completion', ["Your model's answer", `saw: ${EDITED}`, 'Pass it on', 'Withhold']);
       await phone.page.locator('article.approval.kind-completion').waitFor();
       await shot(phone.page, 'completion', ["Your model's answer", 'Pass it on']);
-      await done.getByRole('button', { name: 'Pass it on' }).click();
+      // From the keyboard: the completion's first answer has the focus the request's card left.
+      await until('focus on Pass it on', async () => (await page.evaluate(() => document.activeElement && document.activeElement.textContent)) === 'Pass it on');
+      await page.keyboard.press('Enter');
       const r = await rust({ do: 'await', id: 'm1' });
       check(!r.result.isError && r.result.content[0].text === `saw: ${EDITED}`, JSON.stringify(r));
       check(await page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset');
