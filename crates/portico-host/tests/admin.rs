@@ -77,33 +77,20 @@ async fn a_waiting_call_is_answered_over_http_once() {
     assert_eq!(first["kind"], "call");
     assert_eq!(first["arguments"], json!({"path": "/tmp/x"}));
     assert!(first["expires_at"].as_u64() > first["requested_at"].as_u64());
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "maybe"}))
-        .send()
-        .await
-        .expect("send");
+    let r = post_answer(&http, &base, &id, json!({"decision": "maybe"})).await;
     assert_eq!(r.status(), 400);
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "deny", "who": "ada"}))
-        .send()
-        .await
-        .expect("send");
+    let r = post_answer(&http, &base, &id, json!({"decision": "deny", "who": "ada"})).await;
     assert_eq!(r.status(), 200);
     let answer = waiting.await.expect("join").expect("answered");
     assert_eq!((answer.choice, answer.channel.as_str(), answer.who.as_str()), (Choice::Deny, "http", "ada"));
-    let again = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "allow_once"}))
-        .send()
-        .await
-        .expect("send");
+    let again = post_answer(&http, &base, &id, json!({"decision": "allow_once"})).await;
     assert_eq!(again.status(), 404, "an answered approval cannot be answered again");
     server.abort();
+}
+
+/// `POST /approvals/{id}` with the token.
+async fn post_answer(http: &reqwest::Client, base: &str, id: &str, body: Value) -> reqwest::Response {
+    http.post(format!("{base}/approvals/{id}")).bearer_auth(TOKEN).json(&body).send().await.expect("send")
 }
 
 /// The first pending approval, once there is one.
@@ -138,13 +125,7 @@ async fn edited_params_are_taken_for_a_sampling_request_only() {
     let a = approvals.clone();
     let call = tokio::spawn(async move { a.request(pending(), None).await });
     let id = first_pending(&http, &base).await["id"].as_str().expect("id").to_owned();
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "allow_once", "params": edited}))
-        .send()
-        .await
-        .expect("send");
+    let r = post_answer(&http, &base, &id, json!({"decision": "allow_once", "params": edited})).await;
     assert_eq!(r.status(), 400);
     let body: Value = r.json().await.expect("json");
     assert!(body["error"].as_str().is_some_and(|e| e.contains("not a sampling request")), "{body}");
@@ -163,13 +144,7 @@ async fn edited_params_are_taken_for_a_sampling_request_only() {
     let shown = first_pending(&http, &base).await;
     assert_eq!(shown["kind"], "sampling");
     let id = shown["id"].as_str().expect("id");
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "allow_once", "params": edited}))
-        .send()
-        .await
-        .expect("send");
+    let r = post_answer(&http, &base, id, json!({"decision": "allow_once", "params": edited})).await;
     assert_eq!(r.status(), 200);
     let answer = sampling.await.expect("join").expect("answered");
     assert_eq!(answer.choice, Choice::AllowOnce);
