@@ -2,7 +2,8 @@
 //! (`tests/ui/ui_test.cjs`) against a real `portico serve --ui`, whose upstreams are Portico's
 //! `everything` example and a hostile server (`tests/ui/hostile_server.py`), while real
 //! downstream MCP clients (Portico's, over Streamable HTTP: one stateless, one in the handshake
-//! era with a session) make the calls that need approval.
+//! era with a session, and one whose model answers the upstream's sampling requests) make the
+//! calls that need approval.
 //!
 //! The script asks this test for downstream calls with `@@ {json}` lines on its stdout and
 //! reads the answers on its stdin. Screenshots of every page at 1280 and 375 px go to
@@ -24,8 +25,12 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use portico::client::{Client, EraMode};
-use portico::schema::{Implementation, ProtocolVersion};
+use futures_util::future::BoxFuture;
+use portico::client::{Client, ClientHandler, EraMode};
+use portico::schema::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ErrorObject, Implementation, ProtocolVersion,
+    SamplingMessageContentBlock, TextContent,
+};
 use portico::transport::http::client::HttpClientTransport;
 use serde_json::{Value, json};
 
@@ -169,6 +174,12 @@ decision = "allow"
 reason = "adding numbers has no side effects"
 
 [[policy.rules]]
+name = "summaries-run"
+tool = "ev__summarize"
+decision = "allow"
+reason = "only its sampling request is put to a person"
+
+[[policy.rules]]
 name = "tries-from-the-ui"
 tool = "ev__sleep"
 principal = "ui:*"
@@ -204,6 +215,23 @@ args = [{hostile:?}]
     path
 }
 
+/// The sampling client's model: answers with the first message's text it was given, so the
+/// browser script sees which text reached it.
+struct EchoModel;
+
+impl ClientHandler for EchoModel {
+    fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+        let first = params.messages.first().and_then(|m| m.content.blocks().first().and_then(|b| b.as_text()));
+        let text = format!("saw: {}", first.unwrap_or_default());
+        Box::pin(async move {
+            Ok(CreateMessageResult::new(SamplingMessageContentBlock::Text(TextContent::new(text)), "echo"))
+        })
+    }
+}
+
 /// Answers the browser script's requests: downstream calls through the real MCP client.
 struct Downstream {
     rt: tokio::runtime::Runtime,
@@ -211,13 +239,19 @@ struct Downstream {
     client: Client,
     /// Handshake era, with a session.
     session: Client,
+    /// Handshake era, with a model for the upstream's sampling requests ([`EchoModel`]).
+    sampler: Client,
     calls: HashMap<String, tokio::task::JoinHandle<Value>>,
 }
 
 impl Downstream {
     fn answer(&mut self, req: &Value) -> Value {
         let id = req["id"].as_str().unwrap_or_default().to_owned();
-        let which = if req["client"] == "session" { &self.session } else { &self.client };
+        let which = match req["client"].as_str() {
+            Some("session") => &self.session,
+            Some("sampler") => &self.sampler,
+            _ => &self.client,
+        };
         match req["do"].as_str() {
             Some("call") => {
                 let client = which.clone();
@@ -302,7 +336,17 @@ fn the_web_ui_in_a_real_browser() {
         .block_on(async { tokio::time::timeout(LIMIT, connect).await })
         .expect("connect in time")
         .expect("connect the session client");
-    let mut downstream = Downstream { rt, client, session, calls: HashMap::new() };
+    // A third, whose model answers the upstream's sampling requests.
+    let connect = Client::builder(Implementation::new("ui-sampling-client", "1.0"))
+        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .capabilities(ClientCapabilities::new().with_sampling(false))
+        .handler(EchoModel)
+        .connect(HttpClientTransport::new(mcp.as_str()));
+    let sampler = rt
+        .block_on(async { tokio::time::timeout(LIMIT, connect).await })
+        .expect("connect in time")
+        .expect("connect the sampling client");
+    let mut downstream = Downstream { rt, client, session, sampler, calls: HashMap::new() };
 
     let shots = target_dir().join("ui-screenshots");
     std::fs::create_dir_all(&shots).expect("screenshots dir");
@@ -357,8 +401,8 @@ fn the_web_ui_in_a_real_browser() {
     assert_eq!(outcome["do"], "done", "the browser scenarios failed: {outcome}\n---- script ----\n{}", node.log());
     assert!(status.success(), "node: {status}");
     let passed = outcome["passed"].as_u64().unwrap_or(0);
-    assert!(passed >= 21, "every scenario ran: {passed}");
-    for page in ["servers", "tools", "approvals", "activity", "policy"] {
+    assert!(passed >= 23, "every scenario ran: {passed}");
+    for page in ["servers", "tools", "approvals", "activity", "policy", "sampling", "completion"] {
         for width in [1280, 375] {
             let png = shots.join(format!("{page}-{width}.png"));
             assert!(png.metadata().is_ok_and(|m| m.len() > 1000), "screenshot {}", png.display());

@@ -1,5 +1,5 @@
 //! The admin listener over real HTTP: token, Host and Origin checks, and approvals answered
-//! through it while a call waits.
+//! through it while a call waits, a sampling request's with the person's edited params.
 
 use std::time::Duration;
 
@@ -72,7 +72,31 @@ async fn a_waiting_call_is_answered_over_http_once() {
     let a = approvals.clone();
     let waiting = tokio::spawn(async move { a.request(pending(), None).await });
     let http = reqwest::Client::new();
-    let list = loop {
+    let first = first_pending(&http, &base).await;
+    let id = first["id"].as_str().expect("id").to_owned();
+    assert_eq!(first["kind"], "call");
+    assert_eq!(first["arguments"], json!({"path": "/tmp/x"}));
+    assert!(first["expires_at"].as_u64() > first["requested_at"].as_u64());
+    let r = post_answer(&http, &base, &id, json!({"decision": "maybe"})).await;
+    assert_eq!(r.status(), 400);
+    let r = post_answer(&http, &base, &id, json!({"decision": "deny", "who": "ada"})).await;
+    assert_eq!(r.status(), 200);
+    let answer = waiting.await.expect("join").expect("answered");
+    assert_eq!((answer.choice, answer.channel.as_str(), answer.who.as_str()), (Choice::Deny, "http", "ada"));
+    let again = post_answer(&http, &base, &id, json!({"decision": "allow_once"})).await;
+    assert_eq!(again.status(), 404, "an answered approval cannot be answered again");
+    server.abort();
+}
+
+/// `POST /approvals/{id}` with the token.
+async fn post_answer(http: &reqwest::Client, base: &str, id: &str, body: Value) -> reqwest::Response {
+    http.post(format!("{base}/approvals/{id}")).bearer_auth(TOKEN).json(&body).send().await.expect("send")
+}
+
+/// The first pending approval, once there is one.
+async fn first_pending(http: &reqwest::Client, base: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
         let list: Value = http
             .get(format!("{base}/approvals"))
             .bearer_auth(TOKEN)
@@ -82,40 +106,48 @@ async fn a_waiting_call_is_answered_over_http_once() {
             .json()
             .await
             .expect("json");
-        if list.as_array().is_some_and(|l| !l.is_empty()) {
-            break list;
+        if let Some(first) = list.as_array().and_then(|l| l.first()) {
+            return first.clone();
         }
+        assert!(tokio::time::Instant::now() < deadline, "nothing came to approve");
         tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    let id = list[0]["id"].as_str().expect("id").to_owned();
-    assert_eq!(list[0]["kind"], "call");
-    assert_eq!(list[0]["arguments"], json!({"path": "/tmp/x"}));
-    assert!(list[0]["expires_at"].as_u64() > list[0]["requested_at"].as_u64());
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "maybe"}))
-        .send()
-        .await
-        .expect("send");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edited_params_are_taken_for_a_sampling_request_only() {
+    let approvals = Approvals::new(Duration::from_secs(60));
+    let (base, server) = start(approvals.clone()).await;
+    let http = reqwest::Client::new();
+    let edited = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "edited"}}], "maxTokens": 5});
+
+    // A call: nothing to edit, and it stays pending.
+    let a = approvals.clone();
+    let call = tokio::spawn(async move { a.request(pending(), None).await });
+    let id = first_pending(&http, &base).await["id"].as_str().expect("id").to_owned();
+    let r = post_answer(&http, &base, &id, json!({"decision": "allow_once", "params": edited})).await;
     assert_eq!(r.status(), 400);
-    let r = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "deny", "who": "ada"}))
-        .send()
-        .await
-        .expect("send");
+    let body: Value = r.json().await.expect("json");
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("not a sampling request")), "{body}");
+    assert_eq!(approvals.list().len(), 1, "the call still waits");
+    approvals.answer(&id, portico_host::approvals::Answer::now(Choice::Deny, "test", "t")).expect("deny");
+    call.await.expect("join").expect("answered");
+
+    // A sampling request: the answer carries the person's params.
+    let mut p = pending();
+    p.kind = portico_host::approvals::Kind::Sampling;
+    p.exposed = "sampling/createMessage".to_owned();
+    p.original = "sampling/createMessage".to_owned();
+    p.arguments = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "asked"}}], "maxTokens": 5});
+    let a = approvals.clone();
+    let sampling = tokio::spawn(async move { a.request(p, None).await });
+    let shown = first_pending(&http, &base).await;
+    assert_eq!(shown["kind"], "sampling");
+    let id = shown["id"].as_str().expect("id");
+    let r = post_answer(&http, &base, id, json!({"decision": "allow_once", "params": edited})).await;
     assert_eq!(r.status(), 200);
-    let answer = waiting.await.expect("join").expect("answered");
-    assert_eq!((answer.choice, answer.channel.as_str(), answer.who.as_str()), (Choice::Deny, "http", "ada"));
-    let again = http
-        .post(format!("{base}/approvals/{id}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "allow_once"}))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(again.status(), 404, "an answered approval cannot be answered again");
+    let answer = sampling.await.expect("join").expect("answered");
+    assert_eq!(answer.choice, Choice::AllowOnce);
+    assert_eq!(answer.edited, Some(edited));
     server.abort();
 }

@@ -286,6 +286,88 @@ async function main() {
       check(r.result.isError && /withheld/.test(r.result.content[0].text), JSON.stringify(r));
     });
 
+    const EDITED = 'a harmless question';
+    await step('sampling: the request shown as text, edited, allowed; its completion passed on', async () => {
+      await go(page, 'approvals');
+      await visible(page, 'Nothing is waiting for approval');
+      const hostile = 'the <img src=x onerror="window.__pwned = 2"> plan';
+      await rust({ do: 'call', id: 'm1', client: 'sampler', tool: 'ev__summarize', args: { text: hostile } });
+      const card = page.locator('article.approval.kind-sampling');
+      await card.getByRole('heading', { name: 'Server ev asks your model to answer' }).waitFor();
+      await card.locator('.pill', { hasText: 'Sampling request' }).waitFor();
+      const first = card.locator('ol.messages > li').first();
+      check((await first.locator('.role').textContent()).includes('user'), 'the role is shown');
+      const shown = await first.locator('pre.text').textContent();
+      check(shown === `Summarize in one line:\n${hostile}`, `the message as text: ${JSON.stringify(shown)}`);
+      check(await card.locator('img').count() === 0, 'no <img> element was made from the message');
+      check(!(await card.textContent()).includes('null'), 'no empty value is shown as "null"');
+      await card.locator('.facts', { hasText: 'Max tokens' }).getByText('100', { exact: true }).waitFor();
+      await card.getByText('ui-sampling-client 1.0').waitFor();
+      await card.getByText('None.').waitFor(); // no system prompt
+      // The editor: each message's text and the system prompt, labelled, from the keyboard.
+      await card.getByRole('button', { name: 'Edit…' }).press('Enter');
+      const text = card.getByLabel('Message 1 (user) text');
+      await until('focus in the editor', async () => text.evaluate((el) => el === document.activeElement));
+      check((await text.inputValue()) === `Summarize in one line:\n${hostile}`, 'the editor starts from the request');
+      await text.fill(EDITED);
+      await card.getByLabel('System prompt').fill('Be brief.');
+      await shot(page, 'sampling', ['asks your model to answer', 'Summarize in one line', 'Max tokens', 'Allow once (edited)']);
+      await go(phone.page, 'approvals');
+      const small = phone.page.locator('article.approval.kind-sampling');
+      await small.getByRole('button', { name: 'Edit…' }).click();
+      await shot(phone.page, 'sampling', ['asks your model to answer', 'Message 1 (user) text', 'Allow once (edited)']);
+      await small.getByLabel('Message 1 (user) text').press('Escape');
+      await small.locator('form.sampling-editor').waitFor({ state: 'detached' });
+      check(await small.getByRole('button', { name: 'Edit…' }).evaluate((el) => el === document.activeElement && el.getAttribute('aria-expanded') === 'false'),
+        'Escape closes the editor, and the focus is back on Edit');
+      // The whole request as JSON: what the form holds, checked before it is sent.
+      await card.getByRole('button', { name: 'Edit as JSON' }).click();
+      const raw = card.getByLabel('The request as JSON');
+      const good = await raw.inputValue();
+      const parsed = JSON.parse(good);
+      check(parsed.messages[0].content.text === EDITED && parsed.systemPrompt === 'Be brief.' && parsed.maxTokens === 100, good);
+      await raw.fill('{"messages": [');
+      await card.getByRole('button', { name: 'Allow once (edited)' }).click();
+      await card.getByRole('alert').filter({ hasText: 'The JSON does not parse' }).waitFor();
+      await raw.fill('{"maxTokens": 5}');
+      await card.getByRole('button', { name: 'Edit as a form' }).click();
+      await card.getByRole('alert').filter({ hasText: '"messages"' }).waitFor();
+      check((await api('GET', '/approvals')).json.some((x) => x.kind === 'sampling'), 'nothing was sent meanwhile');
+      await raw.fill(good);
+      await card.getByRole('button', { name: 'Edit as a form' }).click();
+      check((await text.inputValue()) === EDITED, 'the form again, from the JSON');
+      await card.getByRole('button', { name: 'Allow once (edited)' }).press('Enter');
+      // The completion comes back for review before it goes to the server.
+      const done = page.locator('article.approval.kind-completion');
+      await done.getByRole('heading', { name: "Your model's answer, going back to server ev" }).waitFor();
+      await done.locator('.pill', { hasText: 'Completion to review' }).waitFor();
+      const answer = await done.locator('.answer pre.text').textContent();
+      check(answer === `saw: ${EDITED}`, `the model saw the edited text: ${JSON.stringify(answer)}`);
+      await done.getByText('the completion, before it goes back to server `ev`').waitFor();
+      await shot(page, 'completion', ["Your model's answer", `saw: ${EDITED}`, 'Pass it on', 'Withhold']);
+      await phone.page.locator('article.approval.kind-completion').waitFor();
+      await shot(phone.page, 'completion', ["Your model's answer", 'Pass it on']);
+      // From the keyboard: the completion's first answer has the focus the request's card left.
+      await until('focus on Pass it on', async () => (await page.evaluate(() => document.activeElement && document.activeElement.textContent)) === 'Pass it on');
+      await page.keyboard.press('Enter');
+      const r = await rust({ do: 'await', id: 'm1' });
+      check(!r.result.isError && r.result.content[0].text === `saw: ${EDITED}`, JSON.stringify(r));
+      check(await page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset');
+      check(await phone.page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset on the phone');
+      await visible(page, 'Nothing is waiting for approval');
+    });
+
+    await step('sampling: a withheld completion gives the downstream call an error', async () => {
+      await rust({ do: 'call', id: 'm2', client: 'sampler', tool: 'ev__summarize', args: { text: 'second' } });
+      const card = page.locator('article.approval.kind-sampling');
+      await card.getByRole('button', { name: 'Allow once', exact: true }).click();
+      const done = page.locator('article.approval.kind-completion');
+      await done.locator('.answer pre.text', { hasText: 'saw: Summarize in one line:\nsecond' }).waitFor();
+      await done.getByRole('button', { name: 'Withhold' }).click();
+      const r = await rust({ do: 'await', id: 'm2' });
+      check(r.result.isError && /withheld/.test(r.result.content[0].text), JSON.stringify(r));
+    });
+
     await step('always allow appears under Policy, explain says so, revoke removes it', async () => {
       await rust({ do: 'call', id: 'c3', tool: 'ev__sleep', args: { ms: 12 } });
       await page.locator('article.approval', { hasText: 'ev__sleep' }).getByRole('button', { name: 'Always allow' }).click();

@@ -16,6 +16,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("form.js", JS, include_str!("../../ui/form.js")),
     ("result.js", JS, include_str!("../../ui/result.js")),
     ("approvals.js", JS, include_str!("../../ui/approvals.js")),
+    ("sampling.js", JS, include_str!("../../ui/sampling.js")),
     ("activity.js", JS, include_str!("../../ui/activity.js")),
     ("policy.js", JS, include_str!("../../ui/policy.js")),
 ];
