@@ -139,6 +139,10 @@ mod rpc;
 mod sync;
 pub mod transport;
 
+/// Entry points into private parsers for `fuzz/` and its regression test (feature `fuzzing`, off by default; not a stable API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(all(feature = "server", feature = "client"))]
 pub mod guide;
 pub mod middleware;

@@ -1,0 +1,25 @@
+//! RFC 6570 URI templates (`portico::server::uri_template`): any template parses or is refused
+//! with a position inside it; a URI a template matches, expanded again from the matched
+//! values, is matched with the same values.
+
+use portico::server::UriTemplate;
+
+/// The check.
+pub fn check(data: &[u8]) {
+    let (template, uri) = crate::split2(data);
+    let (Ok(template), Ok(uri)) = (std::str::from_utf8(template), std::str::from_utf8(uri)) else { return };
+    let t = match UriTemplate::parse(template) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(e.position() <= template.len(), "error position {} past the end", e.position());
+            return;
+        }
+    };
+    assert_eq!(t.as_str(), template);
+    assert_eq!(t.to_string(), template);
+    let Some(m) = t.matches(uri) else { return };
+    let vars: Vec<(String, String)> = m.clone().into_vec();
+    let expanded = t.expand_from(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let again = t.matches(&expanded);
+    assert_eq!(again.as_ref(), Some(&m), "{template:?} matched {uri:?}, expanded to {expanded:?}");
+}
