@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the starting corpora under fuzz/seeds/out/TARGET/ from the official examples
-(../shared/spec/schema/2026-07-28/examples, or testdata/spec/... in the repository) and from
-inputs the tests use. `scripts/fuzz.sh --seed` runs it, then `cargo fuzz cmin` keeps what adds
-coverage in fuzz/corpus/."""
+"""Writes starting corpora, one folder per fuzz target, from the official 2026-07-28 examples
+(testdata/spec/schema/2026-07-28/examples, a copy of the spec's) and from inputs the tests use.
+Usage: python3 fuzz/seeds/seed.py OUT; then `cargo fuzz cmin TARGET OUT/TARGET` and copy what
+it keeps into fuzz/corpus/TARGET (docs/fuzzing.md)."""
 import hashlib, json, os, re, sys
 
 here = os.path.dirname(os.path.abspath(__file__))

@@ -22,8 +22,11 @@ pub mod stdio_framing;
 pub mod uri_template;
 pub mod www_authenticate;
 
+/// A target's check: panics when an invariant fails for the input.
+pub type Check = fn(&[u8]);
+
 /// Every target: its name (the directory under `fuzz/corpus/`) and its check.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("audit_canonical", audit::check),
     ("config", config::check),
     ("jsonrpc", jsonrpc::check),

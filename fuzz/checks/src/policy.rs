@@ -161,7 +161,8 @@ fn arg_holds(a: &Map<String, Value>, args: &Value) -> bool {
     }
     let Some(v) = found else { return false };
     a.iter().all(|(k, want)| match k.as_str() {
-        "equals" => num_eq(v, want),
+        // `equals = null` reads as no test (TOML has no null; JSON null is `None` here).
+        "equals" => want.is_null() || num_eq(v, want),
         "glob" => v.as_str().is_some_and(|s| glob_is(want.as_str().unwrap_or_default(), s, true)),
         "regex" => v
             .as_str()

@@ -26,7 +26,7 @@ pub fn check(data: &[u8]) {
     let limit = [16, 256, 1 << 20][b.below(3)];
     let mut sizes = Vec::new();
     for _ in 0..b.below(16) {
-        sizes.push(b.below(24));
+        sizes.push(1 + b.below(24));
     }
     let body = b.rest();
     let one = crate::block_on(sse_events(vec![Bytes::copy_from_slice(body)], limit));

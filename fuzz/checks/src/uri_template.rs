@@ -1,6 +1,6 @@
 //! RFC 6570 URI templates (`portico::server::uri_template`): any template parses or is refused
 //! with a position inside it; a URI a template matches, expanded again from the matched
-//! values, is matched with the same values.
+//! values, is matched again.
 
 use portico::server::UriTemplate;
 
@@ -20,6 +20,7 @@ pub fn check(data: &[u8]) {
     let Some(m) = t.matches(uri) else { return };
     let vars: Vec<(String, String)> = m.clone().into_vec();
     let expanded = t.expand_from(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let again = t.matches(&expanded);
-    assert_eq!(again.as_ref(), Some(&m), "{template:?} matched {uri:?}, expanded to {expanded:?}");
+    // Matching is not unique (`{a}{b}` splits "xy" more than one way), so the values may
+    // differ; the expansion must still match.
+    assert!(t.matches(&expanded).is_some(), "{template:?} matched {uri:?} but not its re-expansion {expanded:?}");
 }
