@@ -13,11 +13,11 @@ if [ "$(cargo deny --version 2>/dev/null)" != "cargo-deny $CARGO_DENY_VERSION" ]
 fi
 
 echo "== cargo deny: licenses, bans, sources"
-cargo deny check licenses bans sources
+cargo deny check --hide-inclusion-graph licenses bans sources
 
 echo "== cargo deny: advisories"
 if timeout 120 cargo deny fetch db >/tmp/portico-deny-fetch.log 2>&1; then
-  cargo deny check --disable-fetch advisories
+  cargo deny check --hide-inclusion-graph --disable-fetch advisories
 else
   echo "!! ADVISORIES SKIPPED: the RustSec advisory database could not be fetched (no network"
   echo "!! to it from this machine); licenses, bans and sources were checked. Last lines:"

@@ -15,13 +15,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 CARGO_FUZZ_VERSION=0.13.2
+# The nightly toolchain to build with (a dated one, if the plain `nightly` is not installed).
+tc=${FUZZ_TOOLCHAIN:-nightly}
 
 secs=600
 if [ "${1:-}" = "--smoke" ]; then secs=15; shift; elif [ -n "${1:-}" ]; then secs=$1; shift; fi
 
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+if ! rustup run "$tc" rustc --version >/dev/null 2>&1; then
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-  echo "!! FUZZING SKIPPED: no nightly toolchain (cargo-fuzz needs one; none can be downloaded)"
+  echo "!! FUZZING SKIPPED: no nightly toolchain ($tc; cargo-fuzz needs one; none can be downloaded)"
   echo "!! The stable corpus regression test (fuzz/checks/tests/corpus.rs) still runs."
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
   exit 0
@@ -34,13 +36,13 @@ fi
 # The fuzz build has its own target directory (fuzz/target), whatever CI exports.
 unset CARGO_TARGET_DIR
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then mapfile -t targets < <(cargo +nightly fuzz list); fi
+if [ ${#targets[@]} -eq 0 ]; then mapfile -t targets < <(cargo "+$tc" fuzz list); fi
 
 # `-s none`: the code under test is safe Rust (unsafe is forbidden in the workspace), so the
 # address sanitizer would only slow the search down. The allocation bound is the targets' own
 # counting allocator (portico_fuzz_checks::alloc_bound); RSS is capped at 2 GiB besides.
 echo "== building ${#targets[@]} fuzz targets"
-cargo +nightly fuzz build -s none
+cargo "+$tc" fuzz build -s none
 
 for t in "${targets[@]}"; do
   echo "== fuzz $t for ${secs}s"
@@ -50,7 +52,7 @@ for t in "${targets[@]}"; do
   cp -r "corpus/$t/." "$work/"
   log="$work.log"
   status=0
-  cargo +nightly fuzz run "$t" "$work" -s none -- \
+  cargo "+$tc" fuzz run "$t" "$work" -s none -- \
     -max_total_time="$secs" -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb|Done)|panicked|SUMMARY|Test unit written|ERROR" "$log" || true
   if [ "$status" -ne 0 ]; then tail -n 40 "$log"; fi
