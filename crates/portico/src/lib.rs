@@ -140,6 +140,10 @@ mod sync;
 pub mod trace;
 pub mod transport;
 
+/// Entry points into private parsers for `fuzz/` and its regression test (feature `fuzzing`, off by default; not a stable API).
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 #[cfg(all(feature = "server", feature = "client"))]
 pub mod guide;
 pub mod middleware;

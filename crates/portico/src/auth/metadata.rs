@@ -192,13 +192,14 @@ pub(crate) fn find_scheme(header: &str, scheme: &str) -> Option<usize> {
 }
 
 /// The canonical URI of an MCP server (RFC 8707 / MCP): scheme and host lower case (the URL
-/// parser does that), no fragment, no trailing slash after a path.
+/// parser does that), no fragment, no trailing slashes after a path (all of them, as
+/// [`resource_matches`] compares paths, so that the result is canonical itself).
 pub fn canonical_resource(server: &Url) -> String {
     let mut u = server.clone();
     u.set_fragment(None);
     let s = String::from(u);
-    match s.strip_suffix('/') {
-        Some(t) if server.query().is_none() => t.to_owned(),
+    match s.trim_end_matches('/') {
+        t if t.len() < s.len() && server.query().is_none() => t.to_owned(),
         _ => s,
     }
 }

@@ -183,3 +183,20 @@ pub(crate) async fn run_fallible<T>(
         Stage::Task(_) => Err(ErrorObject::internal_error("only tool calls can become tasks")),
     }
 }
+
+/// [`open`] for the fuzz targets: `responses` is `inputResponses` as JSON text; the answer
+/// keys known after opening, or the error refusing the request.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_open(
+    sealer: &StateSealer,
+    binding: &[u8],
+    request_state: Option<&str>,
+    responses: Option<&str>,
+) -> Result<Vec<String>, ErrorObject> {
+    let responses = match responses.map(serde_json::from_str::<RawResponses>).transpose() {
+        Ok(r) => r,
+        Err(_) => return Err(ErrorObject::invalid_params("invalid inputResponses")),
+    };
+    let state = open(sealer, || binding.to_vec(), request_state, responses)?;
+    Ok(state.responses.into_keys().collect())
+}

@@ -35,6 +35,8 @@ mod encoded;
 pub(crate) mod era;
 mod handler;
 mod input;
+#[cfg(feature = "fuzzing")]
+pub(crate) use input::fuzz_open as fuzz_open_input;
 mod registry;
 pub mod sealed;
 pub(crate) mod stack;

@@ -202,6 +202,20 @@ impl JwtValidatorBuilder {
     }
 }
 
+/// For the fuzz targets: a validator whose keys come from `jwks` (a JWKS document) and are
+/// never fetched again; the number of usable keys.
+#[cfg(feature = "fuzzing")]
+impl JwtValidatorBuilder {
+    /// [`build`](Self::build), then the keys of `jwks` loaded as if fetched.
+    #[doc(hidden)]
+    pub fn build_with_jwks(self, jwks: &serde_json::Value) -> Result<(JwtValidator, usize), ConfigError> {
+        let never = Duration::from_secs(100 * 365 * 24 * 3600);
+        let v = self.jwks_ttl(never).min_refetch_interval(never).build()?;
+        let n = v.inner.keys.fuzz_preload(jwks);
+        Ok((v, n))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -57,16 +57,63 @@ impl Compiler {
         self.prog[at] = Inst::Split(first, second);
     }
 
-    /// `class*` (or `class+`), preferring to stop early.
+    /// `unit*` (or `unit+`) of `class`, preferring to stop early.
     pub(super) fn item(&mut self, class: usize, at_least_one: bool) {
         if at_least_one {
-            self.emit(Inst::Class(class));
+            self.unit(class);
         }
         let split = self.emit(Inst::Split(0, 0));
-        let body = self.emit(Inst::Class(class));
+        let body = self.pc();
+        self.unit(class);
         self.emit(Inst::Jmp(split));
         let exit = self.pc();
         self.patch_split(split, exit, body);
+    }
+
+    /// One character of a value, never cut: an ASCII byte of `class`, a `%XX` triplet, or a
+    /// whole UTF-8 sequence. A region boundary inside a triplet or a sequence would decode to
+    /// nothing, and the automaton, which keeps only the preferred split, would miss the match.
+    fn unit(&mut self, class: usize) {
+        let allowed = self.classes[class];
+        let mut pick = |f: &dyn Fn(u8) -> bool| {
+            let mut c = [false; 256];
+            for b in 0..=255u8 {
+                c[usize::from(b)] = allowed[usize::from(b)] && f(b);
+            }
+            self.classes.push(c);
+            self.classes.len() - 1
+        };
+        let ascii = pick(&|b| b.is_ascii() && b != b'%');
+        let hex = pick(&|b| b.is_ascii_hexdigit());
+        let cont = pick(&|b| (0x80..=0xbf).contains(&b));
+        let lead2 = pick(&|b| (0xc2..=0xdf).contains(&b));
+        let lead3 = pick(&|b| (0xe0..=0xef).contains(&b));
+        let lead4 = pick(&|b| (0xf0..=0xf4).contains(&b));
+        let mut alts = vec![vec![Inst::Class(ascii)]];
+        if allowed[usize::from(b'%')] {
+            alts.push(vec![Inst::Byte(b'%'), Inst::Class(hex), Inst::Class(hex)]);
+        }
+        alts.push(vec![Inst::Class(lead2), Inst::Class(cont)]);
+        alts.push(vec![Inst::Class(lead3), Inst::Class(cont), Inst::Class(cont)]);
+        alts.push(vec![Inst::Class(lead4), Inst::Class(cont), Inst::Class(cont), Inst::Class(cont)]);
+        let mut jumps = Vec::new();
+        let count = alts.len();
+        for (i, alt) in alts.into_iter().enumerate() {
+            let split = (i + 1 < count).then(|| self.emit(Inst::Split(0, 0)));
+            let start = self.pc();
+            for inst in alt {
+                self.emit(inst);
+            }
+            if let Some(split) = split {
+                jumps.push(self.emit(Inst::Jmp(0)));
+                let next = self.pc();
+                self.patch_split(split, start, next);
+            }
+        }
+        let end = self.pc();
+        for j in jumps {
+            self.prog[j] = Inst::Jmp(end);
+        }
     }
 
     pub(super) fn region(&mut self, index: usize, region: &Region) {

@@ -391,3 +391,15 @@ fn uri_match_accessors() {
     let owned: Vec<(String, String)> = got.into_iter().collect();
     assert_eq!(owned.len(), 2);
 }
+
+/// Adjacent variables never split a `%XX` triplet or a UTF-8 sequence between them (found by
+/// the `uri_template` fuzz target: `{a}{b}` did not match `%41%42`).
+#[test]
+fn adjacent_variables_split_between_characters() {
+    let m = |tpl: &str, uri: &str| t(tpl).matches(uri).map(|m| m.into_vec());
+    let pair = |a: &str, b: &str| Some(vec![("a".to_owned(), a.to_owned()), ("b".to_owned(), b.to_owned())]);
+    assert_eq!(m("{a}{b}", "%41%42"), pair("A", "B"));
+    assert_eq!(m("{a:30}{b:30}", "%03%00%00"), pair("\u{3}", "\0\0"));
+    assert_eq!(m("{a}{b}", "éx"), pair("é", "x"));
+    assert_eq!(m("{a}{b}", "x€"), pair("x", "€"));
+}

@@ -51,6 +51,8 @@ mod request;
 mod session;
 mod shared;
 mod sse;
+#[cfg(feature = "fuzzing")]
+pub(crate) use sse::fuzz_events;
 
 use std::io;
 use std::sync::Arc;

@@ -81,3 +81,29 @@ impl Events {
         }))
     }
 }
+
+/// Reads an SSE body delivered in `chunks` the way a response's body is read, for the fuzz
+/// targets: every event (or the error ending the stream) and the resumption cursor after each.
+#[cfg(feature = "fuzzing")]
+pub(crate) async fn fuzz_events(chunks: Vec<Bytes>, limit: usize) -> Vec<crate::fuzzing::SseStep> {
+    use crate::fuzzing::{SseEvent, SseStep};
+    let stream = futures_util::stream::iter(chunks.into_iter().map(Ok::<Bytes, io::Error>));
+    let resp = reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)));
+    let mut events = Events::new(resp, limit);
+    let mut cursor = Cursor::default();
+    let mut steps = Vec::new();
+    while let Some(item) = events.next(&mut cursor).await {
+        let event = match item {
+            Ok(Event::Message(data)) => Ok(SseEvent::Message(data.to_vec())),
+            Ok(Event::Other { event, data }) => Ok(SseEvent::Other { event, data }),
+            Ok(Event::Empty) => Ok(SseEvent::Empty),
+            Err(e) => Err(e),
+        };
+        let stop = event.is_err();
+        steps.push(SseStep { event, last_id: cursor.last_id.clone(), retry: cursor.retry });
+        if stop {
+            break;
+        }
+    }
+    steps
+}

@@ -422,7 +422,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>)
     sse_response(sse::body(rx, shared.config.keep_alive, CancelOnDrop(None), on_drop), None)
 }
 
-fn parse_event_id(s: &str) -> Option<(u64, u64)> {
+pub(crate) fn parse_event_id(s: &str) -> Option<(u64, u64)> {
     let (stream, seq) = s.split_once('-')?;
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }

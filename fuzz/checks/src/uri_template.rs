@@ -1,0 +1,34 @@
+//! RFC 6570 URI templates (`portico::server::uri_template`): any template parses or is refused
+//! with a position inside it; a URI a template matches, expanded again from the matched
+//! values, is matched again (for templates without named expressions: see the known
+//! limitation below).
+
+use portico::server::UriTemplate;
+
+/// The check.
+pub fn check(data: &[u8]) {
+    let (template, uri) = crate::split2(data);
+    let (Ok(template), Ok(uri)) = (std::str::from_utf8(template), std::str::from_utf8(uri)) else { return };
+    let t = match UriTemplate::parse(template) {
+        Ok(t) => t,
+        Err(e) => {
+            assert!(e.position() <= template.len(), "error position {} past the end", e.position());
+            return;
+        }
+    };
+    assert_eq!(t.as_str(), template);
+    assert_eq!(t.to_string(), template);
+    let Some(m) = t.matches(uri) else { return };
+    // Known limitation, not checked: the matcher keeps one preferred path through the template
+    // and only then reads names in `{?…}`, `{&…}` and `{;…}` expressions; when that path fails,
+    // no other is tried, so such a template can miss a URI it could match
+    // (fuzz/known/uri_template/). Names are not in the automaton yet.
+    if ["{?", "{&", "{;"].iter().any(|op| template.contains(op)) {
+        return;
+    }
+    let vars: Vec<(String, String)> = m.clone().into_vec();
+    let expanded = t.expand_from(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    // Matching is not unique (`{a}{b}` splits "xy" more than one way), so the values may
+    // differ; the expansion must still match.
+    assert!(t.matches(&expanded).is_some(), "{template:?} matched {uri:?} but not its re-expansion {expanded:?}");
+}
