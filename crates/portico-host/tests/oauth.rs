@@ -193,7 +193,8 @@ async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is
         portico_host::config::Secret::new("admin-token-admin-token-0001"),
         admin_addr,
     )
-    .with_oauth(portico_host::auth::admin_resource_server(&auth, &admin_url).expect("admin rs"));
+    .with_oauth(portico_host::auth::admin_resource_server(&auth, &admin_url).expect("admin rs"))
+    .with_ui();
     let admin_task = tokio::spawn(admin.serve(admin_listener, std::future::pending()));
     let http = reqwest::Client::new();
     let get = |t: String| http.get(format!("{admin_url}/approvals")).bearer_auth(t).send();
@@ -205,6 +206,26 @@ async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is
     assert_eq!(r.status(), 401, "a token for the MCP endpoint is not one for the admin listener");
     let r = get("admin-token-admin-token-0001".to_owned()).await.expect("send");
     assert_eq!(r.status(), 200, "the admin token still works");
+    // The web UI through OAuth: a login link asked for with the token starts a browser session
+    // that stands for the token's subject.
+    let admin_token = token(&issuer, &admin_url, "mcp:admin").await;
+    let r = http.post(format!("{admin_url}/ui/login-links")).bearer_auth(&admin_token).send().await.expect("send");
+    assert_eq!(r.status(), 200);
+    let link = r.json::<serde_json::Value>().await.expect("json")["url"].as_str().expect("url").to_owned();
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().expect("client");
+    let r = browser.get(&link).send().await.expect("login");
+    assert_eq!(r.status(), 303);
+    let cookie = r.headers()["set-cookie"].to_str().expect("cookie").split(';').next().expect("pair").to_owned();
+    let who: serde_json::Value = browser
+        .get(format!("{admin_url}/ui/session"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(who["principal"], "mcp-client", "{who}");
     client.close().await;
     admin_task.abort();
     served.abort();

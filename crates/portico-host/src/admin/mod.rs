@@ -165,7 +165,12 @@ impl Admin {
     /// A new one-time login link for the web UI (`None` when the UI is off): opening it starts
     /// a browser session. Each link works once.
     pub fn login_link(&self) -> Option<String> {
-        let token = self.sessions.as_ref()?.new_login();
+        self.login_link_for(None)
+    }
+
+    /// A login link whose session stands for `principal` (`None`: a principal of its own).
+    fn login_link_for(&self, principal: Option<String>) -> Option<String> {
+        let token = self.sessions.as_ref()?.new_login_for(principal);
         Some(format!("http://{}/ui/login?token={token}", self.base_host()))
     }
 

@@ -43,7 +43,9 @@ pub(crate) struct Session {
 
 #[derive(Debug, Default)]
 struct Book {
-    logins: VecDeque<(String, Instant)>,
+    /// Unused login tokens, when made, and whom the session they start stands for (`None`: a
+    /// session principal of its own).
+    logins: VecDeque<(String, Instant, Option<String>)>,
     sessions: HashMap<String, Session>,
 }
 
@@ -60,20 +62,25 @@ impl Sessions {
 
     /// A new one-time login token.
     pub(crate) fn new_login(&self) -> String {
+        self.new_login_for(None)
+    }
+
+    /// A new one-time login token whose session stands for `principal` (an OAuth subject).
+    pub(crate) fn new_login_for(&self, principal: Option<String>) -> String {
         let token = random_hex();
         let mut book = self.book();
         if book.logins.len() == MAX_LOGINS {
             book.logins.pop_front();
         }
-        book.logins.push_back((token.clone(), Instant::now()));
+        book.logins.push_back((token.clone(), Instant::now(), principal));
         token
     }
 
     /// Uses up the login token `given`, starting a session: its id (the cookie's value).
     fn login(&self, given: &str) -> Option<String> {
         let mut book = self.book();
-        let at = book.logins.iter().position(|(t, made)| same_secret(t, given) && made.elapsed() < LOGIN_TTL)?;
-        book.logins.remove(at);
+        let at = book.logins.iter().position(|(t, made, _)| same_secret(t, given) && made.elapsed() < LOGIN_TTL)?;
+        let (_, _, who) = book.logins.remove(at)?;
         book.sessions.retain(|_, s| s.started.elapsed() < SESSION_TTL);
         if book.sessions.len() >= MAX_SESSIONS
             && let Some(oldest) = book.sessions.iter().min_by_key(|(_, s)| s.started).map(|(id, _)| id.clone())
@@ -81,7 +88,7 @@ impl Sessions {
             book.sessions.remove(&oldest);
         }
         let id = random_hex();
-        let principal = format!("ui:{}", &random_hex()[..8]);
+        let principal = who.unwrap_or_else(|| format!("ui:{}", &random_hex()[..8]));
         book.sessions.insert(id.clone(), Session { csrf: random_hex(), principal, started: Instant::now() });
         Some(id)
     }
@@ -160,7 +167,10 @@ pub(super) async fn new_link(State(admin): State<Admin>, Extension(caller): Exte
     if caller.channel != "http" {
         return refuse(StatusCode::FORBIDDEN, "login links are made with the admin token, not from a browser session");
     }
-    match admin.login_link() {
+    // A link asked for with an OAuth token starts a session that stands for its subject; the
+    // admin token's, a session of its own.
+    let who = (caller.principal != "admin").then_some(caller.principal);
+    match admin.login_link_for(who) {
         Some(url) => Json(json!({ "url": url })).into_response(),
         None => refuse(StatusCode::NOT_FOUND, "the web UI is off"),
     }
