@@ -60,11 +60,6 @@ impl Sessions {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A new one-time login token.
-    pub(crate) fn new_login(&self) -> String {
-        self.new_login_for(None)
-    }
-
     /// A new one-time login token whose session stands for `principal` (an OAuth subject).
     pub(crate) fn new_login_for(&self, principal: Option<String>) -> String {
         let token = random_hex();
@@ -183,7 +178,7 @@ mod tests {
     #[test]
     fn a_login_token_works_once_and_the_cookie_finds_the_session() {
         let sessions = Sessions::default();
-        let token = sessions.new_login();
+        let token = sessions.new_login_for(None);
         assert!(sessions.login("not-it").is_none());
         let id = sessions.login(&token).expect("first use");
         assert!(sessions.login(&token).is_none(), "second use");
@@ -198,9 +193,9 @@ mod tests {
     #[test]
     fn old_login_links_stop_working() {
         let sessions = Sessions::default();
-        let first = sessions.new_login();
+        let first = sessions.new_login_for(None);
         for _ in 0..MAX_LOGINS {
-            sessions.new_login();
+            sessions.new_login_for(None);
         }
         assert!(sessions.login(&first).is_none());
     }
