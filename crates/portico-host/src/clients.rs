@@ -1,9 +1,10 @@
 //! [`Clients`]: the downstream sessions connected to the gateway, and what each is offered.
 //!
 //! The gateway installs a layer in front of its server. It learns each handshake-era
-//! session (stdio, or a Streamable HTTP session) from its `initialize`, notes when it was last
-//! heard from, and takes the tools switched off for that session alone out of its `tools/list`
-//! answers. Stateless (2026-07-28) requests belong to no session and are not listed. A session
+//! session (stdio, or a Streamable HTTP session) from its `initialize`, and a 2026-07-28 client
+//! on stdio from its `server/discover`; notes when it was last heard from, and takes the tools
+//! switched off for that session alone out of its `tools/list` answers. Stateless HTTP
+//! requests belong to no session and are not listed. A session
 //! not heard from for [`IDLE`] is dropped from the list, and its switches with it.
 
 use std::collections::BTreeMap;
@@ -75,7 +76,23 @@ impl Clients {
 
     fn initialized(&self, id: u64, params: Option<&serde_json::value::RawValue>) {
         let params: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
-        let info = &params["clientInfo"];
+        self.learned(id, &params["clientInfo"], params["protocolVersion"].as_str());
+    }
+
+    /// A 2026-07-28 client that asked `server/discover`: what its `_meta` says of it. Over stdio
+    /// its connection is its session; over stateless HTTP each request is a connection of its
+    /// own, so such a client is listed only while it keeps one.
+    fn discovered(&self, id: u64, params: Option<&serde_json::value::RawValue>) {
+        let params: Value = params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
+        let meta = &params["_meta"];
+        self.learned(
+            id,
+            &meta[portico::schema::META_CLIENT_INFO],
+            meta[portico::schema::META_PROTOCOL_VERSION].as_str(),
+        );
+    }
+
+    fn learned(&self, id: u64, info: &Value, protocol_version: Option<&str>) {
         let client = match (info["name"].as_str(), info["version"].as_str()) {
             (Some(n), Some(v)) => Some(format!("{n} {v}")),
             (Some(n), None) => Some(n.to_owned()),
@@ -85,7 +102,7 @@ impl Clients {
         let session = ClientSession {
             id,
             client,
-            protocol_version: params["protocolVersion"].as_str().map(str::to_owned),
+            protocol_version: protocol_version.map(str::to_owned),
             since: now,
             last_seen: now,
         };
@@ -138,6 +155,10 @@ where
         let off = match session {
             Some(id) if req.method() == "initialize" => {
                 clients.initialized(id, req.params());
+                Default::default()
+            }
+            Some(id) if req.method() == "server/discover" && !clients.contains(id) => {
+                clients.discovered(id, req.params());
                 Default::default()
             }
             Some(id) if clients.contains(id) => {

@@ -101,32 +101,37 @@ async fn a_tool_switched_off_for_one_session_leaves_only_its_list() {
     let host = host(dir.path()).await;
     let gateway = portico_host::gateway::Gateway::new(host.clone());
     gateway.synced(WAIT).await;
-    let connect = |name: &'static str| {
-        let (client_end, server_end) = portico::transport::memory::pair();
-        gateway.server().connect(server_end);
-        Client::builder(Implementation::new(name, "1"))
-            .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
-            .connect(client_end)
-    };
-    let a = connect("a").await.expect("connect a");
-    let b = connect("b").await.expect("connect b");
-    let sessions = host.client_sessions();
-    let of = |name: &str| sessions.iter().find(|s| s.client.as_deref() == Some(&format!("{name} 1"))).map(|s| s.id);
-    let (sa, sb) = (of("a").expect("a is listed"), of("b").expect("b is listed"));
-    assert_ne!(sa, sb);
-    let names = |tools: Vec<portico::schema::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    // A handshake-era session, and a 2026-07-28 client on one connection (as over stdio).
+    for (era, tag) in
+        [(EraMode::Handshake(ProtocolVersion::V2025_11_25), "handshake"), (EraMode::Stateless, "stateless")]
+    {
+        let connect = |name: String| {
+            let (client_end, server_end) = portico::transport::memory::pair();
+            gateway.server().connect(server_end);
+            Client::builder(Implementation::new(name, "1")).era(era).connect(client_end)
+        };
+        let a = connect(format!("a-{tag}")).await.expect("connect a");
+        let b = connect(format!("b-{tag}")).await.expect("connect b");
+        let sessions = host.client_sessions();
+        let of = |name: &str| {
+            sessions.iter().find(|s| s.client.as_deref() == Some(&format!("{name}-{tag} 1"))).map(|s| s.id)
+        };
+        let (sa, sb) = (of("a").expect("a is listed"), of("b").expect("b is listed"));
+        assert_ne!(sa, sb);
+        let names = |tools: Vec<portico::schema::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
 
-    host.set_tool_enabled_for("ev__add", sa, false);
-    assert!(!names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()));
-    assert!(names(b.list_all_tools().await.expect("list b")).contains(&"ev__add".to_owned()));
-    let refused = a.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("a call");
-    assert!(text(&refused).contains("switched off"), "{}", text(&refused));
-    let fine = b.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("b call");
-    assert_eq!(fine.structured_content, Some(json!({"sum": 3})));
+        host.set_tool_enabled_for("ev__add", sa, false);
+        assert!(!names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()), "{tag}");
+        assert!(names(b.list_all_tools().await.expect("list b")).contains(&"ev__add".to_owned()), "{tag}");
+        let refused = a.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("a call");
+        assert!(text(&refused).contains("switched off"), "{tag}: {}", text(&refused));
+        let fine = b.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("b call");
+        assert_eq!(fine.structured_content, Some(json!({"sum": 3})), "{tag}");
 
-    host.set_tool_enabled_for("ev__add", sa, true);
-    assert!(names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()));
-    a.close().await;
-    b.close().await;
+        host.set_tool_enabled_for("ev__add", sa, true);
+        assert!(names(a.list_all_tools().await.expect("list a")).contains(&"ev__add".to_owned()), "{tag}");
+        a.close().await;
+        b.close().await;
+    }
     host.shutdown().await;
 }
