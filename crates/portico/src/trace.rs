@@ -45,6 +45,7 @@ impl TraceContext {
 
     /// From the three members of a `_meta`; `None` when none is there. Values over 8 KiB are
     /// dropped.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))]
     pub(crate) fn from_parts(
         traceparent: Option<&str>,
         tracestate: Option<&str>,
@@ -56,6 +57,7 @@ impl TraceContext {
     }
 
     /// Writes the members into a `_meta` map.
+    #[cfg_attr(not(feature = "client"), allow(dead_code))]
     pub(crate) fn write(&self, meta: &mut Map<String, Value>) {
         for (key, value) in
             [("traceparent", &self.traceparent), ("tracestate", &self.tracestate), ("baggage", &self.baggage)]
