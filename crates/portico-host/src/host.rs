@@ -352,9 +352,6 @@ impl Host {
         cx: Option<&RequestContext>,
         by: Option<&str>,
     ) -> Result<CallToolResult, HostError> {
-        if !self.inner.switches.is_on_for(name, cx.map(|cx| cx.connection_id().get())) {
-            return Ok(tool_error(format!("the tool `{name}` is switched off on this gateway")));
-        }
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
             return Ok(tool_error(format!("no tool `{name}` is offered")));
@@ -370,6 +367,12 @@ impl Host {
             request: cx,
             started: std::time::SystemTime::now(),
         };
+        if !self.inner.switches.is_on_for(name, cx.map(|cx| cx.connection_id().get())) {
+            // Refused, and recorded like any refusal.
+            let reason = format!("the tool `{name}` is switched off on this gateway");
+            self.after(&call, &Verdict::deny(reason.clone()), &Outcome::Refused(&reason)).await;
+            return Ok(tool_error(reason));
+        }
         let tracked = self.inner.activity.begin(&call);
         let verdict = match tracked.unless_cancelled(self.inner.oversight.before(&call)).await {
             Some(verdict) => verdict,

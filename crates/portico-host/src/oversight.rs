@@ -531,7 +531,13 @@ fn decided(e: &mut Entry, verdict: &Verdict) {
 fn ended(e: &mut Entry, outcome: &Outcome<'_>) {
     match outcome {
         Outcome::Refused(reason) => {
-            e.status = if reason.contains("within") { Status::Timeout } else { Status::Denied };
+            e.status = if reason.contains("within") {
+                Status::Timeout
+            } else if reason.contains("was cancelled") {
+                Status::Cancelled
+            } else {
+                Status::Denied
+            };
             e.error = Some(json!({ "message": reason }));
         }
         Outcome::Failed(why) => {

@@ -48,3 +48,26 @@ async fn every_call_through_the_host_is_recorded_once_in_one_chain() {
     assert!(report.first_bad_seq().is_none(), "{report:?}");
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_switched_off_tool_is_refused_and_recorded() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = common::config_in(
+        dir.path(),
+        &format!("[[policy.rules]]\ndecision = \"allow\"\n\n{}", common::everything("ev", "")),
+    );
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    host.set_tool_enabled("ev__add", false);
+    let r = host.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(r.is_error, Some(true));
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&Filter::new()).await.expect("query");
+    assert_eq!(records.len(), 1, "the refusal is recorded");
+    assert_eq!((records[0].status.as_str(), records[0].target.as_deref()), ("denied", Some("ev__add")));
+    assert!(records[0].text.contains("switched off"), "{}", records[0].text);
+    host.shutdown().await;
+}
