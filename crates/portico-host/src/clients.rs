@@ -167,6 +167,11 @@ where
             }
             _ => Default::default(),
         };
+        // A hidden deny rule may name principals: this caller's list leaves out what it hides.
+        let mut off = off;
+        if req.method() == "tools/list" {
+            off.extend(self.host.hidden_for(crate::host::principal_in(req.extensions())));
+        }
         // The ready service goes with this call; a fresh clone waits for the next.
         let fresh = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, fresh);

@@ -683,6 +683,23 @@ impl Host {
         futures_util::future::join_all(ups.iter().map(Upstream::stopped)).await;
     }
 
+    /// The exposed tools left out of `principal`'s `tools/list` beyond what every client is
+    /// shown (hidden deny rules naming principals); empty when no rule depends on the principal.
+    pub fn hidden_for(&self, principal: &str) -> HashSet<String> {
+        let registry = self.registry();
+        let mut hidden = HashSet::new();
+        for (name, entry) in &registry.tools {
+            match self.inner.oversight.hides_for(entry, principal) {
+                None => return HashSet::new(),
+                Some(true) => {
+                    hidden.insert(name.clone());
+                }
+                Some(false) => {}
+            }
+        }
+        hidden
+    }
+
     /// Whether oversight leaves this tool out of `tools/list`.
     pub fn hides(&self, entry: &crate::registry::ToolEntry) -> bool {
         if !self.inner.switches.is_on(&entry.tool.name) {
@@ -701,12 +718,17 @@ impl Host {
 /// Who is calling: the subject an authorization layer in front of the gateway put in the
 /// request's extensions ([`Principal`]), else `local` (stdio, or HTTP without authorization).
 pub(crate) fn principal(cx: Option<&RequestContext>) -> &str {
-    let Some(cx) = cx else { return "local" };
-    if let Some(p) = cx.extensions().get::<Principal>() {
+    cx.map_or("local", |cx| principal_in(cx.extensions()))
+}
+
+/// The principal a request's extensions name: an authorization layer's [`Principal`], else a
+/// checked token's subject (else its client), else `local`.
+pub(crate) fn principal_in(extensions: &portico::http::Extensions) -> &str {
+    if let Some(p) = extensions.get::<Principal>() {
         return p.0.as_str();
     }
     // A token checked by `[auth]` (the SDK's resource server): its subject, else its client.
-    match cx.extensions().get::<portico::auth::server::AuthInfo>() {
+    match extensions.get::<portico::auth::server::AuthInfo>() {
         Some(info) => info.subject().or(info.client_id()).unwrap_or("unknown"),
         None => "local",
     }

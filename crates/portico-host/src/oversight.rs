@@ -465,6 +465,22 @@ impl Oversight for Supervisor {
         Supervisor::reload(self, config).map_err(|e| e.to_string())
     }
 
+    fn hides_for(&self, entry: &ToolEntry, principal: &str) -> Option<bool> {
+        let rules = self.current();
+        if !rules.policy.hides_by_principal() {
+            return None;
+        }
+        let trusted = rules.trusted.contains(&entry.origin.server);
+        Some(rules.policy.hides_for(
+            &entry.origin.server,
+            &entry.origin.name,
+            &entry.tool.name,
+            entry.tool.annotations.as_ref(),
+            trusted,
+            principal,
+        ))
+    }
+
     fn hides(&self, entry: &ToolEntry, trusted: bool) -> bool {
         let rules = self.current();
         let trusted = trusted || rules.trusted.contains(&entry.origin.server);

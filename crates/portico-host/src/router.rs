@@ -253,6 +253,14 @@ pub trait Oversight: Send + Sync + 'static {
         let _ = (entry, trusted);
         false
     }
+
+    /// Whether a tool is also left out of `principal`'s own `tools/list` (a hidden deny rule
+    /// that names principals); `None` when no rule depends on the principal, so lists need no
+    /// filtering per request.
+    fn hides_for(&self, entry: &crate::registry::ToolEntry, principal: &str) -> Option<bool> {
+        let _ = (entry, principal);
+        None
+    }
 }
 
 /// Lets everything through and records nothing.

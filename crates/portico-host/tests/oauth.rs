@@ -131,7 +131,8 @@ async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is
     let (_provider, issuer) = provider(node, module).await;
     let dir = tempfile::tempdir().expect("tmp");
     // Only the client the tokens are issued to may call tools; anyone else would be asked.
-    let policy = "[[policy.rules]]\nprincipal = \"mcp-client\"\ndecision = \"allow\"\n\n";
+    // And `ev__sleep` is hidden from it (and refused), while other callers still see it.
+    let policy = "[[policy.rules]]\nprincipal = \"mcp-client\"\ntool = \"ev__sleep\"\ndecision = \"deny\"\nhide = true\n\n[[policy.rules]]\nprincipal = \"mcp-client\"\ndecision = \"allow\"\n\n";
     let auth = format!("[auth]\nissuer = {issuer:?}\nscopes = [\"mcp:read\"]\nadmin_scopes = [\"mcp:admin\"]\n\n");
     let config = common::config_in(dir.path(), &format!("{auth}{policy}{}", common::everything("ev", "")));
     let auth = config.auth.clone().expect("[auth]");
@@ -178,6 +179,16 @@ async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is
         portico::client::Client::builder(Implementation::new("agent", "1")).connect(transport).await.expect("connect");
     let r = client.call_tool("ev__add", json!({"a": 1, "b": 2})).await.expect("call");
     assert_eq!(r.structured_content, Some(json!({"sum": 3})), "{r:?}");
+    // Each principal its own registry: the rule naming this one hides `ev__sleep` from it only.
+    let names = |tools: Vec<portico::schema::Tool>| tools.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    let mine = names(client.list_all_tools().await.expect("list"));
+    assert!(mine.contains(&"ev__add".to_owned()) && !mine.contains(&"ev__sleep".to_owned()), "{mine:?}");
+    let (a, b) = portico::transport::memory::pair();
+    gateway.server().connect(b);
+    let local = portico::client::Client::builder(Implementation::new("local", "1")).connect(a).await.expect("local");
+    let theirs = names(local.list_all_tools().await.expect("list"));
+    assert!(theirs.contains(&"ev__sleep".to_owned()), "another principal still sees it: {theirs:?}");
+    local.close().await;
     let log = supervisor.audit().expect("log");
     log.flush().await.expect("flush");
     let records = log.query(&portico_host::audit::Filter::new()).await.expect("query");

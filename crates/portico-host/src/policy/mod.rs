@@ -533,6 +533,34 @@ impl Policy {
         }
     }
 
+    /// Whether some rule hides tools from some principals only (then each principal's
+    /// `tools/list` is filtered with [`hides_for`](Self::hides_for)).
+    pub fn hides_by_principal(&self) -> bool {
+        self.rules.iter().any(|r| r.action == Action::Deny && r.hide && r.principal.is_some())
+    }
+
+    /// Whether a tool is left out of `principal`'s `tools/list`: [`hides`](Self::hides), and
+    /// also a hidden deny rule that names this principal (rules on arguments still never hide:
+    /// they depend on the call).
+    pub fn hides_for(
+        &self,
+        server: &str,
+        tool: &str,
+        exposed: &str,
+        annotations: Option<&ToolAnnotations>,
+        trusted: bool,
+        principal: &str,
+    ) -> bool {
+        let mut req = Request::tool(server, tool).exposed(exposed).annotations(annotations).trusted(trusted);
+        req.principal = principal;
+        let matching =
+            |r: &&rule::Rule| r.check_static(&req, None) && r.principal.as_ref().is_none_or(|p| p.is_match(principal));
+        match self.rules.iter().find(matching) {
+            Some(rule) => rule.action == Action::Deny && rule.hide && rule.args.is_empty(),
+            None => self.defaults.hide_denied && self.defaults.decision(&req).action == Action::Deny,
+        }
+    }
+
     fn stored(&self) -> Arc<[AlwaysRule]> {
         let Some(store) = &self.store else {
             return Arc::from(Vec::new());
