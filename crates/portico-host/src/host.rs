@@ -666,6 +666,23 @@ fn store_cached(path: &std::path::Path, catalog: &Catalog) {
     }
 }
 
+/// Logs each tool whose definition (description, schemas, annotations…) changed between two
+/// registries: an upstream that changes a tool after it was listed ("rug pull") is named, and
+/// stored "always allow" answers for it stop applying (see `policy::store`).
+fn warn_of_changed_tools(before: &Registry, after: &Registry) {
+    for (name, now) in &after.tools {
+        let Some(was) = before.tools.get(name) else { continue };
+        if was.origin == now.origin && was.tool != now.tool {
+            tracing::warn!(
+                target: "portico::host",
+                "tool `{name}` of server `{}` changed its definition (description, schema or annotations) \
+                 since it was last listed; \"always allow\" answers given for the old one no longer apply",
+                now.origin.server
+            );
+        }
+    }
+}
+
 /// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
 /// together so connected clients see one `list_changed`.
 async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
@@ -698,6 +715,7 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
         for conflict in &registry.conflicts {
             tracing::error!(target: "portico::host", "{conflict}");
         }
+        warn_of_changed_tools(&inner.registry.borrow(), &registry);
         let rebuilt = Arc::new(registry);
         // Watchers hear of every rebuild, changed or not: an upstream's list_changed is passed
         // on even when its lists came back the same.
