@@ -29,11 +29,12 @@ async fn recording_upstream(name: &str) -> (String, Seen) {
         move |req: axum::extract::Request, next: axum::middleware::Next| {
             let record = record.clone();
             async move {
-                let mut seen = record.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                for (k, v) in req.headers() {
-                    seen.push(format!("{k}: {}", String::from_utf8_lossy(v.as_bytes())));
-                }
-                drop(seen);
+                let headers: Vec<String> = req
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {}", String::from_utf8_lossy(v.as_bytes())))
+                    .collect();
+                record.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(headers);
                 next.run(req).await
             }
         },
@@ -87,7 +88,8 @@ async fn a_downstream_token_never_reaches_an_upstream_and_upstreams_never_get_ea
     let sid = sid.expect("a session");
     post(&http, &url, Some(&sid), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
     for (id, tool) in [(2, "a__t"), (3, "b__t")] {
-        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
+        let call =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}});
         let (_, body) = post(&http, &url, Some(&sid), call).await;
         assert!(body.contains("\"ok\""), "{tool}: {body}");
     }

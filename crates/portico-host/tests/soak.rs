@@ -92,7 +92,7 @@ async fn soak_stdio_spawn_and_kill() {
             .await;
     let zombies: Vec<u32> = common::children(me).into_iter().filter(|p| zombie(*p)).collect();
     let orphans: Vec<u32> = seen.iter().copied().filter(|p| common::alive(*p) && !zombie(*p)).collect();
-    println!(
+    eprintln!(
         "SOAK stdio-upstreams: {rounds} rounds in {:.1} s: {spawned} spawns, {killed_mid_call} SIGKILLs mid-call \
          ({failed_as_expected} of those calls failed cleanly), {} distinct pids; open fds {fds} -> {fds_after}; \
          RSS KiB {rss} -> {rss_after}; zombies while running {}, after shutdown {}; orphans {}",

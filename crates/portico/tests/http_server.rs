@@ -669,7 +669,7 @@ async fn soak_http_session_churn() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let end = rss_kib();
     let pct = |v: u64| (v as f64 - warm as f64) * 100.0 / warm as f64;
-    println!(
+    eprintln!(
         "SOAK http-sessions: {cycles} create/use/DELETE cycles in {:.1} s ({:.0}/s); {abandoned} abandoned in {:.1} s, \
          {live} live, reaped in {:.1} s (idle timeout {} s); RSS KiB warm {warm}, after cycles {after_churn} ({:+.1} %), \
          with abandoned {peak}, after reaping {end} ({:+.1} %); sessions at end {}",
@@ -759,7 +759,7 @@ async fn soak_slow_peers() {
         let _ = t.await;
     }
     let closed = closed.load(std::sync::atomic::Ordering::SeqCst);
-    println!(
+    eprintln!(
         "SOAK slow-peers: {slow} slowloris connections for {secs} s, {closed} closed by the server; \
          a never-read SSE stream with 5000 list_changed notifications; RSS grew {grown} KiB; \
          tools/list latency idle p50 {:.2} ms p99 {:.2} ms, under load p50 {:.2} ms p99 {:.2} ms",
