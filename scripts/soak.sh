@@ -41,9 +41,12 @@ run() {
   local target=$1 name=$2
   echo "== soak ($mode): $name"
   local started=$SECONDS
+  local status
+  set +e
   cargo test -q --workspace --all-features --test "$target" -- --ignored --exact "$name" --nocapture --test-threads 1 \
-    2>&1 | tee "${TMPDIR:-/tmp}/soak-$name.log" | grep -E '^SOAK |panicked|FAILED|error' || true
-  local status=${PIPESTATUS[0]}
+    2>&1 | tee "${TMPDIR:-/tmp}/soak-$name.log" | awk '/^SOAK /; /panicked/ {print; getline; print}'
+  status=${PIPESTATUS[0]}
+  set -e
   echo "   ($((SECONDS - started)) s)"
   return "$status"
 }

