@@ -669,9 +669,18 @@ fn store_cached(path: &std::path::Path, catalog: &Catalog) {
 /// Logs each tool whose definition (description, schemas, annotations…) changed between two
 /// registries: an upstream that changes a tool after it was listed ("rug pull") is named, and
 /// stored "always allow" answers for it stop applying (see `policy::store`).
+///
+/// Also warns, once per new or changed tool, about descriptions that may hide instructions
+/// (`registry::description_warnings`); the descriptions are passed on as they are.
 fn warn_of_changed_tools(before: &Registry, after: &Registry) {
     for (name, now) in &after.tools {
-        let Some(was) = before.tools.get(name) else { continue };
+        let was = before.tools.get(name);
+        if was.is_none_or(|w| w.tool.description != now.tool.description) {
+            for warning in crate::registry::description_warnings(&now.tool) {
+                tracing::warn!(target: "portico::host", "tool `{name}` of server `{}`: {warning}", now.origin.server);
+            }
+        }
+        let Some(was) = was else { continue };
         if was.origin == now.origin && was.tool != now.tool {
             tracing::warn!(
                 target: "portico::host",
