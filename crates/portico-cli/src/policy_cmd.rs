@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use portico::schema::ToolAnnotations;
+use portico::schema::Tool;
 use portico_host::Host;
 use portico_host::config::{self, Config, dialect::Dialect};
 use portico_host::policy::{self, AlwaysRule, AlwaysStore, Method, Policy, Request};
@@ -122,7 +122,9 @@ struct Target {
     server: String,
     name: String,
     exposed: String,
-    annotations: Option<ToolAnnotations>,
+    /// The tool as its server lists it now (annotations, and the definition a stored
+    /// "always allow" is bound to).
+    tool: Option<Tool>,
     /// Not in the registry: annotations unknown.
     found: bool,
 }
@@ -137,7 +139,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
         server: server.unwrap_or_default().to_owned(),
         name: name.to_owned(),
         exposed: name.to_owned(),
-        annotations: None,
+        tool: None,
         found: false,
     };
     let at = |origin_server: &str| server.is_none_or(|s| s == origin_server);
@@ -152,7 +154,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
                     server: e.origin.server.clone(),
                     name: e.origin.name.clone(),
                     exposed: e.tool.name.clone(),
-                    annotations: e.tool.annotations.clone(),
+                    tool: Some(e.tool.clone()),
                     found: true,
                 },
                 None => not_found(tool),
@@ -168,7 +170,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
                     server: e.origin.server.clone(),
                     name: e.origin.name.clone(),
                     exposed: e.prompt.name.clone(),
-                    annotations: None,
+                    tool: None,
                     found: true,
                 },
                 None => not_found(prompt),
@@ -177,9 +179,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
         Method::ReadResource => {
             let uri = tool.ok_or_else(|| missing("resource's URI"))?;
             match registry.resolve_uri(uri).filter(|o| at(&o.server)) {
-                Some(o) => {
-                    Target { server: o.server, name: o.name, exposed: uri.to_owned(), annotations: None, found: true }
-                }
+                Some(o) => Target { server: o.server, name: o.name, exposed: uri.to_owned(), tool: None, found: true },
                 None => not_found(uri),
             }
         }
@@ -193,7 +193,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
                 server: server.to_owned(),
                 name: String::new(),
                 exposed: String::new(),
-                annotations: None,
+                tool: None,
                 found: true,
             });
         }
@@ -260,7 +260,7 @@ async fn explain(config: Option<&Path>, args: ExplainArgs) -> Result<(), Failure
     let req = Request::new(method, &target.server, &target.name)
         .exposed(&target.exposed)
         .trusted(trusted)
-        .annotations(target.annotations.as_ref())
+        .with_tool(target.tool.as_ref())
         .arguments(&arguments)
         .principal(&args.principal);
     let explanation = policy.explain(&req);
@@ -370,7 +370,7 @@ fn write_out(text: &str) -> Result<(), Failure> {
 mod tests {
     use super::*;
     use clap::{CommandFactory, Parser};
-    use portico::schema::Tool;
+    use portico::schema::ToolAnnotations;
     use portico_host::registry::Catalog;
 
     /// The real CLI's shape: `--server` is also a global option there.
@@ -441,13 +441,13 @@ mod tests {
             (t.server.as_str(), t.name.as_str(), t.exposed.as_str(), t.found),
             ("fs", "read_file", "fs__read", true)
         );
-        assert_eq!(t.annotations.and_then(|a| a.read_only_hint), Some(true));
+        assert_eq!(t.tool.and_then(|t| t.annotations).and_then(|a| a.read_only_hint), Some(true));
         let t = resolve(&reg, Method::CallTool, Some("read_file"), Some("fs")).expect("found");
         assert_eq!(t.exposed, "fs__read");
         let t = resolve(&reg, Method::CallTool, Some("status"), Some("git")).expect("found");
         assert_eq!((t.server.as_str(), t.exposed.as_str()), ("git", "git__status"));
         let t = resolve(&reg, Method::CallTool, Some("fs__status"), Some("git")).expect("not at git");
-        assert!(!t.found && t.annotations.is_none());
+        assert!(!t.found && t.tool.is_none());
         let t = resolve(&reg, Method::CallTool, Some("gone"), Some("fs")).expect("explained without");
         assert_eq!((t.server.as_str(), t.name.as_str(), t.found), ("fs", "gone", false));
         assert!(

@@ -766,6 +766,32 @@ fn store_cached(path: &std::path::Path, catalog: &Catalog) {
     }
 }
 
+/// Logs each tool whose definition (description, schemas, annotations…) changed between two
+/// registries: an upstream that changes a tool after it was listed ("rug pull") is named, and
+/// stored "always allow" answers for it stop applying (see `policy::store`).
+///
+/// Also warns, once per new or changed tool, about descriptions that may hide instructions
+/// (`registry::description_warnings`); the descriptions are passed on as they are.
+fn warn_of_changed_tools(before: &Registry, after: &Registry) {
+    for (name, now) in &after.tools {
+        let was = before.tools.get(name);
+        if was.is_none_or(|w| w.tool.description != now.tool.description) {
+            for warning in crate::registry::description_warnings(&now.tool) {
+                tracing::warn!(target: "portico::host", "tool `{name}` of server `{}`: {warning}", now.origin.server);
+            }
+        }
+        let Some(was) = was else { continue };
+        if was.origin == now.origin && was.tool != now.tool {
+            tracing::warn!(
+                target: "portico::host",
+                "tool `{name}` of server `{}` changed its definition (description, schema or annotations) \
+                 since it was last listed; \"always allow\" answers given for the old one no longer apply",
+                now.origin.server
+            );
+        }
+    }
+}
+
 /// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
 /// together so connected clients see one `list_changed`.
 async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
@@ -798,6 +824,7 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
         for conflict in &registry.conflicts {
             tracing::error!(target: "portico::host", "{conflict}");
         }
+        warn_of_changed_tools(&inner.registry.borrow(), &registry);
         let rebuilt = Arc::new(registry);
         // Watchers hear of every rebuild, changed or not: an upstream's list_changed is passed
         // on even when its lists came back the same.

@@ -212,9 +212,13 @@ impl Supervisor {
                     Choice::Deny => Verdict::deny(format!("denied by {} ({})", answer.who, answer.channel)),
                     Choice::AllowAlways => {
                         if let Some(store) = &self.store {
-                            let rule = AlwaysRule::new(call.origin.server.clone(), call.origin.name.clone())
+                            let mut rule = AlwaysRule::new(call.origin.server.clone(), call.origin.name.clone())
                                 .method(req_method(call))
                                 .principal(call.principal.to_owned());
+                            // Bound to the tool as the person saw it: a changed tool asks again.
+                            if let Some(tool) = call.tool.filter(|_| req_method(call) == PolicyMethod::CallTool) {
+                                rule = rule.definition(tool);
+                            }
                             if let Err(e) = store.add(rule) {
                                 tracing::warn!(target: "portico::policy", "cannot store the \"always\" answer: {e}");
                             }

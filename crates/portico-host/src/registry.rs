@@ -329,8 +329,50 @@ pub fn scoped_uri(server: &str, uri: &str) -> String {
     format!("{SCOPE}{server}/{uri}")
 }
 
+/// Descriptions longer than this are worth a warning: room for instructions a person would
+/// not read in full.
+pub const LONG_DESCRIPTION: usize = 4096;
+
+/// What is suspicious about a tool's description, for a warning: characters a person cannot
+/// see (zero-width, bidirectional controls, Unicode tags, soft hyphens) that can hide
+/// instructions meant for the model, and descriptions over [`LONG_DESCRIPTION`] bytes. The
+/// description itself is passed on unchanged either way.
+pub fn description_warnings(tool: &Tool) -> Vec<String> {
+    let Some(text) = tool.description.as_deref() else { return Vec::new() };
+    let mut out = Vec::new();
+    let invisible = text.chars().filter(|c| is_invisible(*c)).count();
+    if invisible > 0 {
+        out.push(format!("its description has {invisible} invisible character(s)"));
+    }
+    if text.len() > LONG_DESCRIPTION {
+        out.push(format!("its description is {} bytes long", text.len()));
+    }
+    out
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{FEFF}'
+        | '\u{E0000}'..='\u{E007F}')
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn hidden_characters_and_long_descriptions_are_warned_about() {
+        let plain = Tool::without_arguments("t").with_description("Adds two numbers.");
+        assert!(super::description_warnings(&plain).is_empty());
+        let hidden = Tool::without_arguments("t").with_description("Adds.\u{200B}\u{E0049}\u{E0047}\u{202E}");
+        assert_eq!(super::description_warnings(&hidden), ["its description has 4 invisible character(s)"]);
+        let long = Tool::without_arguments("t").with_description("a".repeat(super::LONG_DESCRIPTION + 1));
+        assert_eq!(super::description_warnings(&long), [format!("its description is {} bytes long", 4097)]);
+    }
+
     use super::*;
     use crate::config::{self, raw::RawConfig};
 

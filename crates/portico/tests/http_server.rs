@@ -602,3 +602,186 @@ async fn a_handler_can_close_its_stream_and_the_client_resumes_it() {
     assert_eq!(result["id"], 7);
     assert_eq!(result["result"]["content"][0]["text"], "polled");
 }
+
+// Soak drivers: ignored here, run one at a time by scripts/soak.sh, which sets the counts.
+// Each stops by itself and prints one `SOAK …` line of figures.
+
+fn soak_count(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// One handshake-era session: initialize, one request in it, and (unless abandoned) DELETE.
+async fn session_cycle(srv: &Srv, delete: bool) {
+    let sid = srv.initialize("2025-11-25").await;
+    let headers = [("mcp-session-id", sid.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let r = srv.post(json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}), &headers).await;
+    assert_eq!(r.status(), 200);
+    let _ = r.bytes().await.expect("body");
+    if delete {
+        let r = srv.http.delete(&srv.url).header("mcp-session-id", &sid).send().await.expect("delete");
+        assert_eq!(r.status(), 204);
+    }
+}
+
+/// `cycles` sessions over `lanes` concurrent clients.
+async fn session_cycles(srv: &Arc<Srv>, cycles: usize, delete: bool) {
+    let lanes = 8;
+    let tasks: Vec<_> = (0..lanes)
+        .map(|lane| {
+            let srv = srv.clone();
+            let n = cycles / lanes + usize::from(lane < cycles % lanes);
+            tokio::spawn(async move {
+                for _ in 0..n {
+                    session_cycle(&srv, delete).await;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.expect("lane");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: run by scripts/soak.sh"]
+async fn soak_http_session_churn() {
+    let cycles = soak_count("SOAK_HTTP_CYCLES", 20_000);
+    let abandoned = soak_count("SOAK_HTTP_ABANDONED", 5_000);
+    let idle = Duration::from_secs(2);
+    let srv = Arc::new(start(|h| h.session_idle_timeout(idle).max_sessions(abandoned + 100)).await);
+    // Warm-up (clean cycles, and one wave of abandoned sessions reaped), then the baseline:
+    // the allocator keeps memory it once needed, so the baseline is taken after the peak.
+    session_cycles(&srv, (cycles / 10).clamp(200, 20_000), true).await;
+    session_cycles(&srv, abandoned, false).await;
+    assert!(eventually_for(Duration::from_secs(120), || srv.endpoint.session_count() == 0).await, "warm-up reaped");
+    let warm = rss_kib();
+    let started = std::time::Instant::now();
+    session_cycles(&srv, cycles, true).await;
+    let churn = started.elapsed();
+    let after_churn = rss_kib();
+    assert_eq!(srv.endpoint.session_count(), 0, "every DELETEd session is gone");
+    // The most sessions live at once (sampled): some may be reaped while others are made.
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sampler = {
+        let (srv, most) = (srv.clone(), most.clone());
+        tokio::spawn(async move {
+            loop {
+                most.fetch_max(srv.endpoint.session_count(), std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+    };
+    let started = std::time::Instant::now();
+    session_cycles(&srv, abandoned, false).await;
+    let made = started.elapsed();
+    let peak = rss_kib();
+    sampler.abort();
+    let live = most.load(std::sync::atomic::Ordering::Relaxed).max(srv.endpoint.session_count());
+    let reaping = std::time::Instant::now();
+    let reaped = eventually_for(Duration::from_secs(120), || srv.endpoint.session_count() == 0).await;
+    let reap = reaping.elapsed();
+    // Let the allocator settle before the last reading.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let end = rss_kib();
+    let pct = |v: u64| (v as f64 - warm as f64) * 100.0 / warm as f64;
+    eprintln!(
+        "SOAK http-sessions: {cycles} create/use/DELETE cycles in {:.1} s ({:.0}/s); {abandoned} abandoned in {:.1} s, \
+         at most {live} live at once, the rest reaped {:.1} s later (idle timeout {} s); RSS KiB warm {warm}, after cycles {after_churn} ({:+.1} %), \
+         with abandoned {peak}, after reaping {end} ({:+.1} %); sessions at end {}",
+        churn.as_secs_f64(),
+        cycles as f64 / churn.as_secs_f64(),
+        made.as_secs_f64(),
+        reap.as_secs_f64(),
+        idle.as_secs(),
+        pct(after_churn),
+        pct(end),
+        srv.endpoint.session_count(),
+    );
+    assert!(reaped, "abandoned sessions were reaped: {} left", srv.endpoint.session_count());
+    assert!(pct(end) <= 10.0, "RSS after reaping {end} KiB is over 10 % above the warm {warm} KiB");
+}
+
+/// Slow peers: connections that trickle their headers (slowloris) and a session whose SSE
+/// stream is never read, while a well-behaved client's latency is measured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: run by scripts/soak.sh"]
+async fn soak_slow_peers() {
+    use tokio::io::AsyncWriteExt;
+    let slow = soak_count("SOAK_SLOWLORIS", 200);
+    let secs = soak_count("SOAK_SLOWLORIS_SECS", 10) as u64;
+    let srv = Arc::new(start(|h| h.stream_buffer(64)).await);
+    let sid = srv.initialize("2025-11-25").await;
+    let latency = async |srv: &Srv| {
+        let mut times = Vec::with_capacity(200);
+        for _ in 0..200 {
+            let t = std::time::Instant::now();
+            let r = srv
+                .post(
+                    json!({"jsonrpc":"2.0","id":3,"method":"tools/list"}),
+                    &[("mcp-session-id", sid.as_str()), ("mcp-protocol-version", "2025-11-25")],
+                )
+                .await;
+            let _ = r.bytes().await.expect("body");
+            times.push(t.elapsed());
+        }
+        times.sort_unstable();
+        (times[times.len() / 2], times[times.len() * 99 / 100])
+    };
+    let (idle_p50, idle_p99) = latency(&srv).await;
+    let base = rss_kib();
+    // A stream nobody reads, with notifications flowing to it.
+    let stalled = srv
+        .http
+        .get(&srv.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .expect("get");
+    let addr = srv.url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut trickles = Vec::with_capacity(slow);
+    for i in 0..slow {
+        let addr = addr.clone();
+        let closed = closed.clone();
+        trickles.push(tokio::spawn(async move {
+            let Ok(mut tcp) = tokio::net::TcpStream::connect(&addr).await else { return };
+            let _ = tcp.write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n").await;
+            let until = std::time::Instant::now() + Duration::from_secs(secs);
+            while std::time::Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(500 + (i as u64 % 500))).await;
+                if tcp.write_all(b"x-slow: 1\r\n").await.is_err() {
+                    closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    return;
+                }
+            }
+        }));
+    }
+    let desc = "d".repeat(2000);
+    for i in 0..5_000 {
+        srv.server.add_tool(
+            Tool::new(format!("t{}", i % 10), JsonObject::new()).with_description(desc.clone()),
+            |_: Empty| async move { "x" },
+        );
+        if i % 500 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let (busy_p50, busy_p99) = latency(&srv).await;
+    let grown = rss_kib().saturating_sub(base);
+    for t in trickles {
+        let _ = t.await;
+    }
+    let closed = closed.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!(
+        "SOAK slow-peers: {slow} slowloris connections for {secs} s, {closed} closed by the server; \
+         a never-read SSE stream with 5000 list_changed notifications; RSS grew {grown} KiB; \
+         tools/list latency idle p50 {:.2} ms p99 {:.2} ms, under load p50 {:.2} ms p99 {:.2} ms",
+        idle_p50.as_secs_f64() * 1e3,
+        idle_p99.as_secs_f64() * 1e3,
+        busy_p50.as_secs_f64() * 1e3,
+        busy_p99.as_secs_f64() * 1e3,
+    );
+    drop(stalled);
+    assert!(grown < 64 * 1024, "memory grew by {grown} KiB");
+}

@@ -54,7 +54,7 @@ pub(super) async fn explain(State(admin): State<Admin>, Json(body): Json<Explain
     let req = Request::new(Method::CallTool, &entry.origin.server, &entry.origin.name)
         .exposed(&entry.tool.name)
         .trusted(trusted)
-        .annotations(entry.tool.annotations.as_ref())
+        .with_tool(Some(&entry.tool))
         .arguments(&arguments)
         .principal(&principal);
     let explanation = supervisor.policy().explain(&req);

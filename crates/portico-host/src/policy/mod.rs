@@ -81,7 +81,7 @@ pub mod store;
 use std::fmt;
 use std::sync::Arc;
 
-use portico::schema::ToolAnnotations;
+use portico::schema::{Tool, ToolAnnotations};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -228,6 +228,9 @@ pub struct Request<'a> {
     pub exposed: &'a str,
     /// The tool's annotations as its server listed them (untrusted hints).
     pub annotations: Option<&'a ToolAnnotations>,
+    /// The tool's whole definition as listed, when known: a stored "always allow" bound to
+    /// a definition matches only the same definition.
+    pub tool: Option<&'a Tool>,
     /// The arguments (`Null` when there are none).
     pub arguments: &'a Value,
     /// Who is asking: the authenticated subject, or `local` for stdio.
@@ -245,6 +248,7 @@ impl<'a> Request<'a> {
             name,
             exposed: name,
             annotations: None,
+            tool: None,
             arguments: &NO_ARGUMENTS,
             principal: "local",
         }
@@ -265,6 +269,7 @@ impl<'a> Request<'a> {
             name: &call.origin.name,
             exposed: call.exposed,
             annotations: call.tool.and_then(|t| t.annotations.as_ref()),
+            tool: call.tool.filter(|_| call.method == crate::router::Method::CallTool),
             arguments: call.arguments,
             principal: call.principal,
         })
@@ -288,6 +293,14 @@ impl<'a> Request<'a> {
     #[must_use]
     pub fn annotations(mut self, annotations: Option<&'a ToolAnnotations>) -> Self {
         self.annotations = annotations;
+        self
+    }
+
+    /// With the tool's definition as listed (and its annotations).
+    #[must_use]
+    pub fn with_tool(mut self, tool: Option<&'a Tool>) -> Self {
+        self.tool = tool;
+        self.annotations = tool.and_then(|t| t.annotations.as_ref());
         self
     }
 

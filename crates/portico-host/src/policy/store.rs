@@ -5,6 +5,14 @@
 //! answers later `ask`s for the same thing and nothing else; see the [module docs](super) for
 //! why a configured `deny` still wins.
 //!
+//! An answer for a tool is bound to the tool's definition as the person saw it: its
+//! [`definition_digest`] (SHA-256 over the canonical JSON of the tool as its server lists
+//! it: title, description, schemas, annotations, everything but the exposed name). When the
+//! server changes the tool (a "rug pull": new description, new annotations, new schema), the
+//! stored answer no longer matches and the person is asked again. Answers stored by older
+//! builds, and answers for prompts, resources and upstream requests, carry no digest and
+//! match by name alone.
+//!
 //! The file is `policy-always.json` in the state directory, mode 0600, replaced atomically
 //! (written to a temporary file, synced, renamed) under a lock file, so that the gateway and
 //! `portico policy revoke` can change it at the same time without losing either change.
@@ -18,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use portico::schema::Tool;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 use super::{Method, Request};
 
@@ -54,6 +64,26 @@ pub struct AlwaysRule {
     /// Who answered, and through which channel, for the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The [`definition_digest`] of the tool the person allowed; a tool whose definition
+    /// changed since is asked about again. Not set: matches by name alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
+}
+
+/// `sha256:<hex>` of the canonical JSON of `tool` without its `name` (which the gateway may
+/// rename): what an "always allow" for it is bound to.
+pub fn definition_digest(tool: &Tool) -> String {
+    let mut value = serde_json::to_value(tool).unwrap_or(serde_json::Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.remove("name");
+    }
+    let hash = Sha256::digest(crate::audit::record::canonical_json(&value).as_bytes());
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in hash {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 impl AlwaysRule {
@@ -68,6 +98,7 @@ impl AlwaysRule {
             principal: None,
             created_at: 0,
             note: None,
+            definition: None,
         }
     }
 
@@ -99,13 +130,23 @@ impl AlwaysRule {
         self
     }
 
-    /// Whether it answers `req`: same method, server and upstream name, and the principal it
-    /// names, if any. Exact comparisons, no globs.
+    /// Bound to this tool's definition (see [`definition_digest`]).
+    #[must_use]
+    pub fn definition(mut self, tool: &Tool) -> Self {
+        self.definition = Some(definition_digest(tool));
+        self
+    }
+
+    /// Whether it answers `req`: same method, server and upstream name, the principal it
+    /// names, if any, and the tool's definition it is bound to, if any (a request that does
+    /// not carry the tool's definition does not match a bound rule). Exact comparisons, no
+    /// globs.
     pub fn matches(&self, req: &Request<'_>) -> bool {
         self.method == req.method
             && self.server == req.server
             && self.tool == req.name
             && self.principal.as_deref().is_none_or(|p| p == req.principal)
+            && self.definition.as_deref().is_none_or(|d| req.tool.is_some_and(|t| definition_digest(t) == d))
     }
 
     fn same_target(&self, other: &AlwaysRule) -> bool {
@@ -214,14 +255,17 @@ impl AlwaysStore {
     }
 
     /// Stores `rule` and gives its id. A rule for the same method, server, tool and principal
-    /// is not stored twice: its id is given instead.
+    /// is not stored twice: its id is given instead, and its definition digest becomes
+    /// `rule`'s (the person allowed the tool as it is now).
     ///
     /// # Errors
     /// The file cannot be read, locked or written.
     pub fn add(&self, mut rule: AlwaysRule) -> Result<String, StoreError> {
         self.change(|rules| {
-            if let Some(same) = rules.iter().find(|r| r.same_target(&rule)) {
-                return (false, same.id.clone());
+            if let Some(same) = rules.iter_mut().find(|r| r.same_target(&rule)) {
+                let rebound = same.definition != rule.definition;
+                same.definition = rule.definition;
+                return (rebound, same.id.clone());
             }
             let mut id = new_id();
             while rules.iter().any(|r| r.id == id) {

@@ -1,0 +1,110 @@
+//! Soak driver for stdio upstreams under the host (ignored; run by `scripts/soak.sh`, which
+//! sets the counts): servers spawned and stopped by reloads, and killed with `SIGKILL` in the
+//! middle of calls, round after round. Afterwards `/proc` must show no zombie child, no more
+//! open descriptors than before, and no process that was ever a child still alive (an orphan).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use common::{config_in, eventually, everything};
+use portico_host::Host;
+use serde_json::json;
+
+fn soak_count(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:"))?.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) == Some("Z"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: run by scripts/soak.sh"]
+async fn soak_stdio_spawn_and_kill() {
+    let rounds = soak_count("SOAK_STDIO_ROUNDS", 100);
+    let dir = tempfile::tempdir().expect("tmp");
+    let fast = "timeout = 10\nrestart = { initial_backoff = 0.01, max_backoff = 0.05, max_restarts = 0 }";
+    let one = config_in(dir.path(), &everything("a", fast));
+    let two = config_in(dir.path(), &format!("{}{}", everything("a", fast), everything("b", fast)));
+    let host = Host::start(one.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let me = std::process::id();
+    let (fds, rss) = (common::open_fds(), rss_kib());
+    let mut seen = BTreeSet::new();
+    let (mut killed_mid_call, mut failed_as_expected, mut spawned) = (0usize, 0usize, 0usize);
+    let started = Instant::now();
+    for i in 0..rounds {
+        // A server started and stopped by a reload.
+        host.reload(two.clone()).await;
+        host.ready(Duration::from_secs(30)).await;
+        if let Some(pid) = host.upstream("b").and_then(|u| u.status().pid) {
+            seen.insert(pid);
+            spawned += 1;
+        }
+        host.reload(one.clone()).await;
+        // A call in flight, and its server killed with SIGKILL.
+        let Some(pid) = host.upstream("a").and_then(|u| u.status().pid) else {
+            panic!("round {i}: `a` has no process: {:?}", host.upstream("a").map(|u| u.status()));
+        };
+        seen.insert(pid);
+        let h = host.clone();
+        let call = tokio::spawn(async move { h.call_tool("a__sleep", json!({"ms": 5000}), None).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGKILL)
+            .expect("kill");
+        killed_mid_call += 1;
+        let r = tokio::time::timeout(Duration::from_secs(15), call).await.expect("the call ends").expect("join");
+        if r.is_error == Some(true) {
+            failed_as_expected += 1;
+        }
+        // Restarted by the supervisor.
+        let back = eventually(Duration::from_secs(30), || {
+            host.upstream("a").and_then(|u| u.status().pid).filter(|p| *p != pid)
+        })
+        .await;
+        assert!(back.is_some(), "round {i}: `a` was not restarted");
+        spawned += 1;
+        host.ready(Duration::from_secs(30)).await;
+    }
+    let r = host.call_tool("a__add", json!({"a": 1, "b": 1}), None).await;
+    assert_eq!(r.structured_content, Some(json!({"sum": 2})), "the gateway still works");
+    let elapsed = started.elapsed();
+    let settled = eventually(Duration::from_secs(20), || {
+        let live = common::children(me).into_iter().filter(|p| common::alive(*p)).count();
+        (live == 1 && common::open_fds() <= fds + 2).then_some(())
+    })
+    .await;
+    let (fds_after, rss_after) = (common::open_fds(), rss_kib());
+    let zombies_running: Vec<u32> = common::children(me).into_iter().filter(|p| zombie(*p)).collect();
+    host.shutdown().await;
+    let gone =
+        eventually(Duration::from_secs(10), || common::children(me).iter().all(|p| !common::alive(*p)).then_some(()))
+            .await;
+    let zombies: Vec<u32> = common::children(me).into_iter().filter(|p| zombie(*p)).collect();
+    let orphans: Vec<u32> = seen.iter().copied().filter(|p| common::alive(*p) && !zombie(*p)).collect();
+    eprintln!(
+        "SOAK stdio-upstreams: {rounds} rounds in {:.1} s: {spawned} spawns, {killed_mid_call} SIGKILLs mid-call \
+         ({failed_as_expected} of those calls failed cleanly), {} distinct pids; open fds {fds} -> {fds_after}; \
+         RSS KiB {rss} -> {rss_after}; zombies while running {}, after shutdown {}; orphans {}",
+        elapsed.as_secs_f64(),
+        seen.len(),
+        zombies_running.len(),
+        zombies.len(),
+        orphans.len(),
+    );
+    assert!(settled.is_some(), "children or descriptors did not settle: fds {fds} -> {fds_after}");
+    assert!(gone.is_some(), "shutdown left children: {:?}", common::children(me));
+    assert!(zombies_running.is_empty() && zombies.is_empty(), "zombies: {zombies_running:?} {zombies:?}");
+    assert!(orphans.is_empty(), "orphans still alive: {orphans:?}");
+    assert_eq!(failed_as_expected, killed_mid_call, "every call on a killed server failed with a tool error");
+}

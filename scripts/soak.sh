@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Churn and soak runs with figures. Each run is a Rust test marked #[ignore] that stops by
+# itself (bounded counts and timeouts) and prints one `SOAK …` line; this script sets the
+# counts and runs them one after another. docs/reliability.md records the figures measured.
+#
+#   scripts/soak.sh           the full runs (tens of minutes on 2 cores, debug build)
+#   scripts/soak.sh --short   the CI-sized runs (well under 2 minutes once built)
+#
+# The runs:
+#   http-sessions    Streamable HTTP sessions created, used and DELETEd, then sessions
+#                    abandoned and reaped by the idle timeout: RSS against the warm baseline,
+#                    and the session count at the end (must be 0).
+#   stdio-upstreams  stdio servers under the host started and stopped by reloads, and killed
+#                    with SIGKILL in the middle of calls: zombies, descriptors and orphans
+#                    afterwards, from /proc.
+#   slow-peers       connections trickling their headers (slowloris) and an SSE stream that is
+#                    never read, while a well-behaved client's latency is measured.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+mode=full
+case "${1:-}" in
+  --short) mode=short ;;
+  "") ;;
+  *) echo "usage: scripts/soak.sh [--short]" >&2; exit 2 ;;
+esac
+
+if [ "$mode" = short ]; then
+  export SOAK_HTTP_CYCLES=${SOAK_HTTP_CYCLES:-2000} SOAK_HTTP_ABANDONED=${SOAK_HTTP_ABANDONED:-500}
+  export SOAK_STDIO_ROUNDS=${SOAK_STDIO_ROUNDS:-20}
+  export SOAK_SLOWLORIS=${SOAK_SLOWLORIS:-100} SOAK_SLOWLORIS_SECS=${SOAK_SLOWLORIS_SECS:-5}
+else
+  export SOAK_HTTP_CYCLES=${SOAK_HTTP_CYCLES:-100000} SOAK_HTTP_ABANDONED=${SOAK_HTTP_ABANDONED:-20000}
+  export SOAK_STDIO_ROUNDS=${SOAK_STDIO_ROUNDS:-500}
+  export SOAK_SLOWLORIS=${SOAK_SLOWLORIS:-1000} SOAK_SLOWLORIS_SECS=${SOAK_SLOWLORIS_SECS:-40}
+fi
+
+# The same features as scripts/test.sh, so a CI run reuses the test build.
+run() {
+  local target=$1 name=$2
+  echo "== soak ($mode): $name"
+  local started=$SECONDS
+  local status
+  set +e
+  cargo test -q --workspace --all-features --test "$target" -- --ignored --exact "$name" --nocapture --test-threads 1 \
+    2>&1 | tee "${TMPDIR:-/tmp}/soak-$name.log" | awk '/^SOAK /; /panicked/ {print; getline; print}'
+  status=${PIPESTATUS[0]}
+  set -e
+  echo "   ($((SECONDS - started)) s)"
+  return "$status"
+}
+
+total=$SECONDS
+failed=0
+run http_server soak_http_session_churn || failed=1
+run soak soak_stdio_spawn_and_kill || failed=1
+run http_server soak_slow_peers || failed=1
+echo "== soak ($mode): $((SECONDS - total)) s in all"
+exit "$failed"
