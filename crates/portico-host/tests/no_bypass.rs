@@ -182,15 +182,12 @@ async fn a_retried_request_id_and_each_call_of_a_batch_are_asked_about() {
             (sid, r.text().await.expect("body"))
         }
     };
-    let session = |version: &'static str| {
-        let post = post.clone();
-        async move {
-            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+    let session = |version: &'static str| async move {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
-            let sid = post(version, None, init).await.0.expect("session");
-            post(version, Some(sid.clone()), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-            sid
-        }
+        let sid = post(version, None, init).await.0.expect("session");
+        post(version, Some(sid.clone()), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        sid
     };
     let call = |id: u64, a: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ev__add", "arguments": {"a": a, "b": 1}}});
 
