@@ -3,7 +3,7 @@
 # itself (bounded counts and timeouts) and prints one `SOAK …` line; this script sets the
 # counts and runs them one after another. docs/reliability.md records the figures measured.
 #
-#   scripts/soak.sh           the full runs (tens of minutes on 2 cores, debug build)
+#   scripts/soak.sh           the full counts (about 10 minutes on 2 cores by the medium run's rates; not run yet)
 #   scripts/soak.sh --short   the CI-sized runs (well under 2 minutes once built)
 #
 # The runs:

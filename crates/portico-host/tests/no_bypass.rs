@@ -1,6 +1,7 @@
 //! An approval or a deny cannot be stepped around: not by a renamed or re-prefixed tool, not
 //! by a hot reload while a call waits, not through a resource template or a prompt when policy
-//! covers them, not by a principal reusing another's session answer.
+//! covers them, not by a principal reusing another's session answer, not by a changed tool
+//! after "always allow", not by a retried request id or a batch.
 
 mod common;
 
@@ -142,6 +143,82 @@ async fn a_tool_changed_after_always_allow_is_asked_about_again() {
     let rules = store.list().expect("list");
     assert_eq!(rules.len(), 1, "{rules:?}");
     assert!(rules[0].definition.as_deref().is_some_and(|d| d.starts_with("sha256:")), "{rules:?}");
+    host.shutdown().await;
+    served.abort();
+}
+
+/// Over the gateway's HTTP endpoint: a request id that was approved once, sent again, is asked
+/// about again (approvals are per call, never per JSON-RPC id); and each call in a JSON-RPC
+/// batch (2025-03-26 sessions) is asked about on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_request_id_and_each_call_of_a_batch_are_asked_about() {
+    use portico::transport::http::server::StreamableHttp;
+    use portico_host::gateway::Gateway;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let (host, supervisor) = host_with(dir.path(), &common::everything("ev", ""));
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let endpoint = StreamableHttp::new(gateway.server().clone()).build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
+    let approvals = supervisor.approvals().clone();
+    let http = reqwest::Client::new();
+    let post = |version: &'static str, sid: Option<String>, body: serde_json::Value| {
+        let (http, url) = (http.clone(), url.clone());
+        async move {
+            let mut req = http
+                .post(&url)
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .header("mcp-protocol-version", version);
+            if let Some(sid) = &sid {
+                req = req.header("mcp-session-id", sid);
+            }
+            let r = req.body(body.to_string()).send().await.expect("post");
+            let sid = r.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+            (sid, r.text().await.expect("body"))
+        }
+    };
+    let session = |version: &'static str| async move {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}});
+        let sid = post(version, None, init).await.0.expect("session");
+        post(version, Some(sid.clone()), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        sid
+    };
+    let call = |id: u64, a: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "ev__add", "arguments": {"a": a, "b": 1}}});
+
+    // The same id twice: asked twice.
+    let sid = session("2025-11-25").await;
+    for round in 0..2 {
+        let request = tokio::spawn(post("2025-11-25", Some(sid.clone()), call(7, round)));
+        let pending = common::eventually(Duration::from_secs(10), || approvals.list().into_iter().next())
+            .await
+            .unwrap_or_else(|| panic!("round {round}: id 7 was not asked about"));
+        approvals.answer(&pending.id, Answer::now(Choice::AllowOnce, "http", "ada")).expect("answer");
+        let (_, body) = request.await.expect("join");
+        assert!(body.contains(&format!("\"sum\":{}", round + 1)), "round {round}: {body}");
+    }
+
+    // A batch of two calls: each is asked about; one allowed, one denied.
+    let sid = session("2025-03-26").await;
+    let batch = json!([call(1, 10), call(2, 20)]);
+    let request = tokio::spawn(post("2025-03-26", Some(sid), batch));
+    let both = common::eventually(Duration::from_secs(10), || {
+        let list = approvals.list();
+        (list.len() == 2).then_some(list)
+    })
+    .await
+    .expect("both calls of the batch are asked about");
+    approvals.answer(&both[0].id, Answer::now(Choice::AllowOnce, "http", "ada")).expect("answer");
+    approvals.answer(&both[1].id, Answer::now(Choice::Deny, "http", "ada")).expect("answer");
+    let (_, body) = request.await.expect("join");
+    assert!(body.contains("denied by ada"), "{body}");
+    // 2025-03-26 has no structured content: the sum is in the text, JSON-escaped.
+    assert!(body.contains(r#"\"sum\":11"#) || body.contains(r#"\"sum\":21"#), "{body}");
     host.shutdown().await;
     served.abort();
 }
