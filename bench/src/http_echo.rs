@@ -1,7 +1,7 @@
 //! `http-echo PORT`: the HTTP ceiling the HTTP figures are compared with.
 //!
-//! Bare hyper (HTTP/1.1, keep-alive, `TCP_NODELAY`, a multi-threaded Tokio runtime with 2
-//! workers like the bench servers) on `127.0.0.1:PORT`: every `POST`, whatever its path, is
+//! Bare hyper (HTTP/1.1, keep-alive, `TCP_NODELAY`, a multi-threaded Tokio runtime with the
+//! default worker count, one per CPU the process may run on, like the bench servers) on `127.0.0.1:PORT`: every `POST`, whatever its path, is
 //! answered `200` with `application/json`
 //! `{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"ID"}]}}`, where `ID` is
 //! the request's `id` (parsed from the body, borrowed, no tree). It is what an HTTP round trip, a
@@ -55,7 +55,7 @@ fn status(s: StatusCode) -> Response<Full<Bytes>> {
     r
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(port) = args.first().and_then(|p| p.parse::<u16>().ok()).filter(|_| args.len() == 1) else {

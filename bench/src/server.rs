@@ -37,7 +37,7 @@ fn pipe_transport() -> std::io::Result<
     Ok(portico::transport::stdio::StdioTransport::new(reader, writer))
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let served = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {

@@ -188,7 +188,7 @@ impl ServerHandler for BenchServer {
     }
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let server = BenchServer::new();
