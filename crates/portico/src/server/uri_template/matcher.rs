@@ -70,9 +70,10 @@ impl Compiler {
         self.patch_split(split, exit, body);
     }
 
-    /// One character of a value, never cut: an ASCII byte of `class`, a `%XX` triplet, or a
-    /// whole UTF-8 sequence. A region boundary inside a triplet or a sequence would decode to
-    /// nothing, and the automaton, which keeps only the preferred split, would miss the match.
+    /// One character of a value, never cut: an ASCII byte of `class`, a whole UTF-8 sequence,
+    /// or the `%XX` triplets of one (one to four, by the first byte). A region boundary inside
+    /// a triplet or a sequence would decode to nothing, and the automaton, which keeps only the
+    /// preferred split, would miss the match.
     fn unit(&mut self, class: usize) {
         let allowed = self.classes[class];
         let mut pick = |f: &dyn Fn(u8) -> bool| {
@@ -84,14 +85,31 @@ impl Compiler {
             self.classes.len() - 1
         };
         let ascii = pick(&|b| b.is_ascii() && b != b'%');
-        let hex = pick(&|b| b.is_ascii_hexdigit());
         let cont = pick(&|b| (0x80..=0xbf).contains(&b));
         let lead2 = pick(&|b| (0xc2..=0xdf).contains(&b));
         let lead3 = pick(&|b| (0xe0..=0xef).contains(&b));
         let lead4 = pick(&|b| (0xf0..=0xf4).contains(&b));
         let mut alts = vec![vec![Inst::Class(ascii)]];
         if allowed[usize::from(b'%')] {
-            alts.push(vec![Inst::Byte(b'%'), Inst::Class(hex), Inst::Class(hex)]);
+            // Hex digits are allowed in every class; `%` was checked just above.
+            let mut hex = |digits: &[u8]| {
+                let mut c = [false; 256];
+                for &d in digits {
+                    c[usize::from(d)] = true;
+                    c[usize::from(d.to_ascii_lowercase())] = true;
+                }
+                self.classes.push(c);
+                Inst::Class(self.classes.len() - 1)
+            };
+            let any = hex(b"0123456789ABCDEF");
+            let (ascii_hi, cont_hi) = (hex(b"01234567"), hex(b"89AB"));
+            let (two_hi, three_hi, four_hi) = (hex(b"CD"), hex(b"E"), hex(b"F"));
+            let pct = Inst::Byte(b'%');
+            let tail = [pct, cont_hi, any];
+            alts.push(vec![pct, ascii_hi, any]);
+            alts.push([&[pct, two_hi, any][..], &tail].concat());
+            alts.push([&[pct, three_hi, any][..], &tail, &tail].concat());
+            alts.push([&[pct, four_hi, any][..], &tail, &tail, &tail].concat());
         }
         alts.push(vec![Inst::Class(lead2), Inst::Class(cont)]);
         alts.push(vec![Inst::Class(lead3), Inst::Class(cont), Inst::Class(cont)]);
