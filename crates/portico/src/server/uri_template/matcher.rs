@@ -57,81 +57,16 @@ impl Compiler {
         self.prog[at] = Inst::Split(first, second);
     }
 
-    /// `unit*` (or `unit+`) of `class`, preferring to stop early.
+    /// `class*` (or `class+`), preferring to stop early.
     pub(super) fn item(&mut self, class: usize, at_least_one: bool) {
         if at_least_one {
-            self.unit(class);
+            self.emit(Inst::Class(class));
         }
         let split = self.emit(Inst::Split(0, 0));
-        let body = self.pc();
-        self.unit(class);
+        let body = self.emit(Inst::Class(class));
         self.emit(Inst::Jmp(split));
         let exit = self.pc();
         self.patch_split(split, exit, body);
-    }
-
-    /// One character of a value, never cut: an ASCII byte of `class`, a whole UTF-8 sequence,
-    /// or the `%XX` triplets of one (one to four, by the first byte). A region boundary inside
-    /// a triplet or a sequence would decode to nothing, and the automaton, which keeps only the
-    /// preferred split, would miss the match.
-    fn unit(&mut self, class: usize) {
-        let allowed = self.classes[class];
-        let mut pick = |f: &dyn Fn(u8) -> bool| {
-            let mut c = [false; 256];
-            for b in 0..=255u8 {
-                c[usize::from(b)] = allowed[usize::from(b)] && f(b);
-            }
-            self.classes.push(c);
-            self.classes.len() - 1
-        };
-        let ascii = pick(&|b| b.is_ascii() && b != b'%');
-        let cont = pick(&|b| (0x80..=0xbf).contains(&b));
-        let lead2 = pick(&|b| (0xc2..=0xdf).contains(&b));
-        let lead3 = pick(&|b| (0xe0..=0xef).contains(&b));
-        let lead4 = pick(&|b| (0xf0..=0xf4).contains(&b));
-        let mut alts = vec![vec![Inst::Class(ascii)]];
-        if allowed[usize::from(b'%')] {
-            // Hex digits are allowed in every class; `%` was checked just above.
-            let mut hex = |digits: &[u8]| {
-                let mut c = [false; 256];
-                for &d in digits {
-                    c[usize::from(d)] = true;
-                    c[usize::from(d.to_ascii_lowercase())] = true;
-                }
-                self.classes.push(c);
-                Inst::Class(self.classes.len() - 1)
-            };
-            let any = hex(b"0123456789ABCDEF");
-            let (ascii_hi, cont_hi) = (hex(b"01234567"), hex(b"89AB"));
-            let (two_hi, three_hi, four_hi) = (hex(b"CD"), hex(b"E"), hex(b"F"));
-            let pct = Inst::Byte(b'%');
-            let tail = [pct, cont_hi, any];
-            alts.push(vec![pct, ascii_hi, any]);
-            alts.push([&[pct, two_hi, any][..], &tail].concat());
-            alts.push([&[pct, three_hi, any][..], &tail, &tail].concat());
-            alts.push([&[pct, four_hi, any][..], &tail, &tail, &tail].concat());
-        }
-        alts.push(vec![Inst::Class(lead2), Inst::Class(cont)]);
-        alts.push(vec![Inst::Class(lead3), Inst::Class(cont), Inst::Class(cont)]);
-        alts.push(vec![Inst::Class(lead4), Inst::Class(cont), Inst::Class(cont), Inst::Class(cont)]);
-        let mut jumps = Vec::new();
-        let count = alts.len();
-        for (i, alt) in alts.into_iter().enumerate() {
-            let split = (i + 1 < count).then(|| self.emit(Inst::Split(0, 0)));
-            let start = self.pc();
-            for inst in alt {
-                self.emit(inst);
-            }
-            if let Some(split) = split {
-                jumps.push(self.emit(Inst::Jmp(0)));
-                let next = self.pc();
-                self.patch_split(split, start, next);
-            }
-        }
-        let end = self.pc();
-        for j in jumps {
-            self.prog[j] = Inst::Jmp(end);
-        }
     }
 
     pub(super) fn region(&mut self, index: usize, region: &Region) {
@@ -242,7 +177,8 @@ impl Matcher {
     /// Work is O(input length × program length).
     pub(super) fn pike(&self, input: &[u8]) -> Option<Vec<usize>> {
         let nslots = self.regions.len() * 2;
-        let mut vm = Vm { prog: &self.prog, visited: vec![0; self.prog.len()], generation: 1, stack: Vec::new() };
+        let mut vm =
+            Vm { prog: &self.prog, input, visited: vec![0; self.prog.len()], generation: 1, stack: Vec::new() };
         let mut clist = Threads::default();
         let mut nlist = Threads::default();
         let mut scratch = vec![usize::MAX; nslots];
@@ -294,6 +230,7 @@ pub(super) enum Frame {
 
 pub(super) struct Vm<'a> {
     prog: &'a [Inst],
+    input: &'a [u8],
     visited: Vec<u64>,
     generation: u64,
     stack: Vec<Frame>,
@@ -319,6 +256,10 @@ impl Vm<'_> {
                             self.stack.push(Frame::Explore(second));
                             self.stack.push(Frame::Explore(first));
                         }
+                        // A variable starts and ends between characters only: never inside
+                        // a `%XX` triplet, a UTF-8 sequence, or the triplets of one encoded
+                        // character (found by fuzzing: `{a}{b}` missed `%41%42`).
+                        Inst::Save(_) if !boundary(self.input, pos) => {}
                         Inst::Save(slot) => {
                             self.stack.push(Frame::Restore(slot, slots[slot]));
                             slots[slot] = pos;
@@ -333,6 +274,18 @@ impl Vm<'_> {
             }
         }
     }
+}
+
+/// Whether `pos` falls between two characters of `input` (raw or percent-encoded).
+fn boundary(input: &[u8], pos: usize) -> bool {
+    let at = |i: usize| input.get(i).copied();
+    let continuation = |b: Option<u8>| b.is_some_and(|b| (0x80..=0xbf).contains(&b));
+    let encoded_continuation =
+        at(pos) == Some(b'%') && matches!(at(pos + 1), Some(b'8' | b'9' | b'a' | b'b' | b'A' | b'B'));
+    !(continuation(at(pos))
+        || encoded_continuation
+        || (pos >= 1 && at(pos - 1) == Some(b'%'))
+        || (pos >= 2 && at(pos - 2) == Some(b'%')))
 }
 
 /// Turn the text matched by one region into variables.
