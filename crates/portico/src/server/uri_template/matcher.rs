@@ -57,63 +57,16 @@ impl Compiler {
         self.prog[at] = Inst::Split(first, second);
     }
 
-    /// `unit*` (or `unit+`) of `class`, preferring to stop early.
+    /// `class*` (or `class+`), preferring to stop early.
     pub(super) fn item(&mut self, class: usize, at_least_one: bool) {
         if at_least_one {
-            self.unit(class);
+            self.emit(Inst::Class(class));
         }
         let split = self.emit(Inst::Split(0, 0));
-        let body = self.pc();
-        self.unit(class);
+        let body = self.emit(Inst::Class(class));
         self.emit(Inst::Jmp(split));
         let exit = self.pc();
         self.patch_split(split, exit, body);
-    }
-
-    /// One character of a value, never cut: an ASCII byte of `class`, a `%XX` triplet, or a
-    /// whole UTF-8 sequence. A region boundary inside a triplet or a sequence would decode to
-    /// nothing, and the automaton, which keeps only the preferred split, would miss the match.
-    fn unit(&mut self, class: usize) {
-        let allowed = self.classes[class];
-        let mut pick = |f: &dyn Fn(u8) -> bool| {
-            let mut c = [false; 256];
-            for b in 0..=255u8 {
-                c[usize::from(b)] = allowed[usize::from(b)] && f(b);
-            }
-            self.classes.push(c);
-            self.classes.len() - 1
-        };
-        let ascii = pick(&|b| b.is_ascii() && b != b'%');
-        let hex = pick(&|b| b.is_ascii_hexdigit());
-        let cont = pick(&|b| (0x80..=0xbf).contains(&b));
-        let lead2 = pick(&|b| (0xc2..=0xdf).contains(&b));
-        let lead3 = pick(&|b| (0xe0..=0xef).contains(&b));
-        let lead4 = pick(&|b| (0xf0..=0xf4).contains(&b));
-        let mut alts = vec![vec![Inst::Class(ascii)]];
-        if allowed[usize::from(b'%')] {
-            alts.push(vec![Inst::Byte(b'%'), Inst::Class(hex), Inst::Class(hex)]);
-        }
-        alts.push(vec![Inst::Class(lead2), Inst::Class(cont)]);
-        alts.push(vec![Inst::Class(lead3), Inst::Class(cont), Inst::Class(cont)]);
-        alts.push(vec![Inst::Class(lead4), Inst::Class(cont), Inst::Class(cont), Inst::Class(cont)]);
-        let mut jumps = Vec::new();
-        let count = alts.len();
-        for (i, alt) in alts.into_iter().enumerate() {
-            let split = (i + 1 < count).then(|| self.emit(Inst::Split(0, 0)));
-            let start = self.pc();
-            for inst in alt {
-                self.emit(inst);
-            }
-            if let Some(split) = split {
-                jumps.push(self.emit(Inst::Jmp(0)));
-                let next = self.pc();
-                self.patch_split(split, start, next);
-            }
-        }
-        let end = self.pc();
-        for j in jumps {
-            self.prog[j] = Inst::Jmp(end);
-        }
     }
 
     pub(super) fn region(&mut self, index: usize, region: &Region) {
@@ -224,7 +177,8 @@ impl Matcher {
     /// Work is O(input length × program length).
     pub(super) fn pike(&self, input: &[u8]) -> Option<Vec<usize>> {
         let nslots = self.regions.len() * 2;
-        let mut vm = Vm { prog: &self.prog, visited: vec![0; self.prog.len()], generation: 1, stack: Vec::new() };
+        let mut vm =
+            Vm { prog: &self.prog, input, visited: vec![0; self.prog.len()], generation: 1, stack: Vec::new() };
         let mut clist = Threads::default();
         let mut nlist = Threads::default();
         let mut scratch = vec![usize::MAX; nslots];
@@ -276,6 +230,7 @@ pub(super) enum Frame {
 
 pub(super) struct Vm<'a> {
     prog: &'a [Inst],
+    input: &'a [u8],
     visited: Vec<u64>,
     generation: u64,
     stack: Vec<Frame>,
@@ -301,6 +256,10 @@ impl Vm<'_> {
                             self.stack.push(Frame::Explore(second));
                             self.stack.push(Frame::Explore(first));
                         }
+                        // A variable starts and ends between characters only: never inside
+                        // a `%XX` triplet, a UTF-8 sequence, or the triplets of one encoded
+                        // character (found by fuzzing: `{a}{b}` missed `%41%42`).
+                        Inst::Save(_) if !boundary(self.input, pos) => {}
                         Inst::Save(slot) => {
                             self.stack.push(Frame::Restore(slot, slots[slot]));
                             slots[slot] = pos;
@@ -315,6 +274,18 @@ impl Vm<'_> {
             }
         }
     }
+}
+
+/// Whether `pos` falls between two characters of `input` (raw or percent-encoded).
+fn boundary(input: &[u8], pos: usize) -> bool {
+    let at = |i: usize| input.get(i).copied();
+    let continuation = |b: Option<u8>| b.is_some_and(|b| (0x80..=0xbf).contains(&b));
+    let encoded_continuation =
+        at(pos) == Some(b'%') && matches!(at(pos + 1), Some(b'8' | b'9' | b'a' | b'b' | b'A' | b'B'));
+    !(continuation(at(pos))
+        || encoded_continuation
+        || (pos >= 1 && at(pos - 1) == Some(b'%'))
+        || (pos >= 2 && at(pos - 2) == Some(b'%')))
 }
 
 /// Turn the text matched by one region into variables.

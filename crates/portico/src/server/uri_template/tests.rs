@@ -402,4 +402,6 @@ fn adjacent_variables_split_between_characters() {
     assert_eq!(m("{a:30}{b:30}", "%03%00%00"), pair("\u{3}", "\0\0"));
     assert_eq!(m("{a}{b}", "éx"), pair("é", "x"));
     assert_eq!(m("{a}{b}", "x€"), pair("x", "€"));
+    assert_eq!(m("{a*}{b}", "%D2%9E.b"), pair("Ҟ", ".b"));
+    assert_eq!(m("{a}{b}", "%E2%82%AC%F0%9F%98%80"), pair("€", "😀"));
 }
