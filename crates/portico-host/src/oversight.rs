@@ -148,6 +148,24 @@ impl Supervisor {
         )))
     }
 
+    /// The decision as the log records it, or a refusal when its rate limit is reached.
+    fn rated(&self, decision: &crate::policy::Decision, req: &Request<'_>) -> Result<Value, Verdict> {
+        let mut record = json!({
+            "action": decision.action.as_str(),
+            "source": decision.source.to_string(),
+            "reason": decision.reason,
+            "always": decision.always,
+        });
+        if let Err(wait) = self.rates.check(decision, req) {
+            record["action"] = json!("deny");
+            record["rate_limited"] = json!(true);
+            let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
+            v.record = record;
+            return Err(v);
+        }
+        Ok(record)
+    }
+
     async fn decide(&self, call: &Call<'_>) -> Verdict {
         if let Some(refusal) = self.log_refusal() {
             return refusal;
@@ -158,19 +176,10 @@ impl Supervisor {
             return Verdict::allow();
         };
         let decision = rules.policy.decide(&req);
-        let mut record = json!({
-            "action": decision.action.as_str(),
-            "source": decision.source.to_string(),
-            "reason": decision.reason,
-            "always": decision.always,
-        });
-        if let Err(wait) = self.rates.check(&decision, &req) {
-            record["action"] = json!("deny");
-            record["rate_limited"] = json!(true);
-            let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
-            v.record = record;
-            return v;
-        }
+        let mut record = match self.rated(&decision, &req) {
+            Ok(record) => record,
+            Err(refused) => return refused,
+        };
         let mut verdict = match decision.action {
             Action::Allow => Verdict::allow(),
             Action::Deny => Verdict::deny(decision.refusal()),
@@ -260,19 +269,10 @@ impl Supervisor {
         preq.arguments = req.params;
         preq.principal = req.principal;
         let decision = rules.policy.decide(&preq);
-        let mut record = json!({
-            "action": decision.action.as_str(),
-            "source": decision.source.to_string(),
-            "reason": decision.reason,
-            "always": decision.always,
-        });
-        if let Err(wait) = self.rates.check(&decision, &preq) {
-            record["action"] = json!("deny");
-            record["rate_limited"] = json!(true);
-            let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
-            v.record = record;
-            return v;
-        }
+        let mut record = match self.rated(&decision, &preq) {
+            Ok(record) => record,
+            Err(refused) => return refused,
+        };
         let mut verdict = match decision.action {
             Action::Allow => Verdict::allow(),
             Action::Deny => Verdict::deny(decision.refusal()),
