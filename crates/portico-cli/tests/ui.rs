@@ -17,6 +17,8 @@
 //! is bounded, and everything listens on 127.0.0.1 on ports the kernel picks.
 #![cfg(unix)]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::everything;
 use futures_util::future::BoxFuture;
 use portico::client::{Client, ClientHandler, EraMode};
 use portico::schema::{
@@ -74,20 +77,6 @@ fn prerequisites() -> Result<PathBuf, String> {
         return Err("python3 does not run".to_owned());
     }
     Ok(module)
-}
-
-/// Portico's `everything` example, built by `cargo test --workspace` (or built here).
-fn everything() -> PathBuf {
-    let path = target_dir().join("debug/examples/everything");
-    if !path.exists() {
-        let ok = Command::new(env!("CARGO"))
-            .args(["build", "-q", "-p", "portico-mcp", "--example", "everything"])
-            .status()
-            .expect("cargo")
-            .success();
-        assert!(ok, "building the everything example failed");
-    }
-    path
 }
 
 /// A process whose stderr is kept (and printed if the test fails), killed on drop.

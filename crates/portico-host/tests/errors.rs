@@ -8,7 +8,6 @@ use std::time::Duration;
 use portico::client::Client;
 use portico::schema::{CallToolResult, ErrorCode, ErrorObject, Implementation, Tool, object};
 use portico::server::{HandlerError, Server, ToolReply};
-use portico::transport::http::server::StreamableHttp;
 use portico_host::Host;
 use portico_host::gateway::Gateway;
 use serde_json::json;
@@ -28,12 +27,7 @@ fn upstream() -> Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstreams_json_rpc_error_on_a_tool_call_is_relayed_as_that_error() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let endpoint = StreamableHttp::new(upstream()).build();
-    let served = tokio::spawn(async move {
-        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
-    });
+    let (addr, served) = common::serve_http(upstream()).await;
     let dir = tempfile::tempdir().expect("tmp");
     let host = Host::start(common::config_in(
         dir.path(),

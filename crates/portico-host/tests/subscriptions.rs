@@ -12,7 +12,6 @@ use std::time::Duration;
 use portico::client::{Client, ClientHandler, EraMode};
 use portico::schema::{Implementation, ProtocolVersion, Resource, ResourceContents, SubscriptionFilter, Tool, object};
 use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
-use portico::transport::http::server::StreamableHttp;
 use portico_host::Host;
 use portico_host::gateway::Gateway;
 use serde_json::json;
@@ -67,12 +66,7 @@ async fn until(what: &str, mut f: impl FnMut() -> bool) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watched_resource_is_subscribed_upstream_and_its_updates_come_through() {
     let watchers = Arc::new(AtomicUsize::new(0));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let endpoint = StreamableHttp::new(upstream(watchers.clone())).build();
-    let served = tokio::spawn(async move {
-        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
-    });
+    let (addr, served) = common::serve_http(upstream(watchers.clone())).await;
     let dir = tempfile::tempdir().expect("tmp");
     // The same server twice, in each era: its URI is offered scoped, once per server.
     let mut cfg = String::new();

@@ -9,7 +9,6 @@ use portico::client::{CallOptions, Client, EraMode};
 use portico::schema::{Implementation, ProtocolVersion, Tool, object};
 use portico::server::{RequestContext, Server};
 use portico::trace::TraceContext;
-use portico::transport::http::server::StreamableHttp;
 use portico_host::Host;
 use portico_host::gateway::Gateway;
 use serde_json::json;
@@ -29,12 +28,7 @@ fn traced() -> Server {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_callers_trace_context_reaches_the_upstream() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let endpoint = StreamableHttp::new(traced()).build();
-    let upstream = tokio::spawn(async move {
-        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
-    });
+    let (addr, upstream) = common::serve_http(traced()).await;
     let dir = tempfile::tempdir().expect("tmp");
     let mut cfg = String::new();
     for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {

@@ -96,3 +96,15 @@ pub fn text(result: &portico::schema::CallToolResult) -> String {
         other => format!("{other:?}"),
     }
 }
+
+/// Serves `server` over Streamable HTTP on 127.0.0.1 and a free port: its address, and the task
+/// to abort when the test is done.
+pub async fn serve_http(server: portico::server::Server) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let endpoint = portico::transport::http::server::StreamableHttp::new(server).build();
+    let served = tokio::spawn(async move {
+        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
+    });
+    (addr, served)
+}
