@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use portico::schema::{JsonObject, Tool};
-use portico::transport::http::server::{HttpEndpoint, StreamableHttp};
+use portico::transport::http::server::{HttpEndpoint, ServeOptions, StreamableHttp};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 
@@ -29,6 +29,10 @@ impl Drop for Srv {
 }
 
 async fn start(configure: impl FnOnce(StreamableHttp) -> StreamableHttp) -> Srv {
+    start_with(configure, ServeOptions::default()).await
+}
+
+async fn start_with(configure: impl FnOnce(StreamableHttp) -> StreamableHttp, options: ServeOptions) -> Srv {
     let server = fixture_server(Arc::new(Probes::default()));
     let endpoint = configure(StreamableHttp::new(server.clone())).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -37,9 +41,13 @@ async fn start(configure: impl FnOnce(StreamableHttp) -> StreamableHttp) -> Srv 
     let ep = endpoint.clone();
     tokio::spawn(async move {
         let _ = ep
-            .serve_with_shutdown(listener, async move {
-                let _ = stopped.await;
-            })
+            .serve_with_options(
+                listener,
+                async move {
+                    let _ = stopped.await;
+                },
+                options,
+            )
             .await;
     });
     Srv { url, endpoint, server, stop: Some(stop), http: reqwest::Client::new() }
@@ -709,7 +717,10 @@ async fn soak_slow_peers() {
     use tokio::io::AsyncWriteExt;
     let slow = soak_count("SOAK_SLOWLORIS", 200);
     let secs = soak_count("SOAK_SLOWLORIS_SECS", 10) as u64;
-    let srv = Arc::new(start(|h| h.stream_buffer(64)).await);
+    // The header read timeout (the default is 30 s; shorter here so short runs see it act).
+    let header_timeout = soak_count("SOAK_HEADER_TIMEOUT_SECS", 2) as u64;
+    let options = ServeOptions::default().with_header_read_timeout(Duration::from_secs(header_timeout));
+    let srv = Arc::new(start_with(|h| h.stream_buffer(64), options).await);
     let sid = srv.initialize("2025-11-25").await;
     let latency = async |srv: &Srv| {
         let mut times = Vec::with_capacity(200);
@@ -774,7 +785,8 @@ async fn soak_slow_peers() {
     }
     let closed = closed.load(std::sync::atomic::Ordering::SeqCst);
     eprintln!(
-        "SOAK slow-peers: {slow} slowloris connections for {secs} s, {closed} closed by the server; \
+        "SOAK slow-peers: {slow} slowloris connections for {secs} s, {closed} closed by the server \
+         (header timeout {header_timeout} s); \
          a never-read SSE stream with 5000 list_changed notifications; RSS grew {grown} KiB; \
          tools/list latency idle p50 {:.2} ms p99 {:.2} ms, under load p50 {:.2} ms p99 {:.2} ms",
         idle_p50.as_secs_f64() * 1e3,
@@ -784,4 +796,8 @@ async fn soak_slow_peers() {
     );
     drop(stalled);
     assert!(grown < 64 * 1024, "memory grew by {grown} KiB");
+    // A peer that trickled for longer than the header timeout (plus its longest pause) was cut off.
+    if secs > header_timeout + 2 {
+        assert_eq!(closed, slow, "slowloris connections outlived the {header_timeout} s header timeout");
+    }
 }

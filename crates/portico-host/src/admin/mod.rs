@@ -233,7 +233,8 @@ impl Admin {
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+        // The SDK's accept loop: a header read timeout and a connection cap (slow peers).
+        portico::transport::http::server::serve_app(listener, self.router(), shutdown, Default::default()).await
     }
 }
 

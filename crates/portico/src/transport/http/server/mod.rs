@@ -20,9 +20,12 @@
 //!   cancels its request; `subscriptions/listen` is a long-lived SSE response.
 //! - **Security**: `Host` and `Origin` are checked against an allow-list (loopback by default;
 //!   403 otherwise), bodies are limited (413), sessions are capped and reaped when idle.
+//!   [`serve_app`] (behind `serve` and `serve_with_shutdown`) closes a connection whose request
+//!   head is not complete within a timeout (slowloris) and caps open connections.
 
 mod headers;
 mod legacy;
+mod listen;
 mod post;
 mod respond;
 mod security;
@@ -40,6 +43,7 @@ use portico_schema::{ErrorObject, ProtocolVersion};
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::mpsc;
 
+pub use listen::{ServeOptions, serve_app};
 pub use sessions::{EventStore, MemoryEventStore};
 
 use crate::rpc::link::{self, Link};
@@ -274,7 +278,8 @@ impl HttpEndpoint {
     }
 
     /// Serves on `listener` at `/mcp` until `shutdown` completes, then finishes the requests
-    /// in progress. Every accepted socket gets `TCP_NODELAY`.
+    /// in progress, with the default [`ServeOptions`] (a 30 s header read timeout, at most
+    /// 10,000 connections). Every accepted socket gets `TCP_NODELAY`.
     ///
     /// # Errors
     /// When accepting fails fatally.
@@ -283,13 +288,20 @@ impl HttpEndpoint {
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        });
-        axum::serve(listener, self.router("/mcp")).with_graceful_shutdown(shutdown).await
+        self.serve_with_options(listener, shutdown, ServeOptions::default()).await
+    }
+
+    /// [`serve_with_shutdown`](Self::serve_with_shutdown) with limits of your choosing.
+    ///
+    /// # Errors
+    /// When accepting fails fatally.
+    pub async fn serve_with_options(
+        self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+        options: ServeOptions,
+    ) -> std::io::Result<()> {
+        serve_app(listener, self.router("/mcp"), shutdown, options).await
     }
 }
 
