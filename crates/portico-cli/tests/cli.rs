@@ -98,7 +98,7 @@ fn config_errors_name_file_line_and_field_and_never_a_secret() {
     );
     let (code, _, err) = run(portico().args(["tools", "-c", both.to_str().expect("utf-8")]));
     assert_eq!(code, 2);
-    assert!(err.contains("both.toml:4:") && err.contains("servers.b.url"), "{err}");
+    assert!(err.contains("both.toml:6:") && err.contains("servers.b.url"), "{err}");
 
     let unknown = write(dir.path(), "unknown.toml", "[servers.a]\ncommand = \"x\"\ncomand = \"y\"\n");
     let (code, _, err) = run(portico().args(["config", "check", "-c", unknown.to_str().expect("utf-8")]));

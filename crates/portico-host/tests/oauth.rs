@@ -242,3 +242,27 @@ async fn the_gateway_and_its_admin_listener_take_oauth_tokens_and_the_subject_is
     served.abort();
     host.shutdown().await;
 }
+
+#[test]
+fn the_address_policy_is_read_from_the_config_and_a_bad_one_is_located() {
+    use portico::auth::AddressPolicy;
+    use portico_host::config::{ServerKind, load};
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("portico.toml");
+    let write = |addresses: &str| {
+        let cfg = format!(
+            "[servers.api]\nurl = \"https://mcp.example.com/mcp\"\n[servers.api.oauth]\naddresses = \"{addresses}\"\n"
+        );
+        std::fs::write(&path, cfg).expect("write");
+    };
+    write("public-only");
+    let loaded = load(&path).expect("valid");
+    let server = &loaded.config.servers["api"];
+    let ServerKind::Http { oauth: Some(oauth), .. } = &server.kind else { panic!("an OAuth HTTP server: {server:?}") };
+    assert_eq!(oauth.addresses, AddressPolicy::PublicOnly);
+
+    write("everywhere");
+    let err = load(&path).expect_err("invalid").to_string();
+    assert!(err.contains("portico.toml:4:") && err.contains("servers.api.oauth.addresses"), "{err}");
+    assert!(err.contains("match-server, public-only, any"), "{err}");
+}

@@ -11,7 +11,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::{HeaderMap, Request, Response, StatusCode};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use portico::auth::{AuthError, FileTokenStore, OAuthClient, StoredAuth, TokenStore};
+use portico::auth::{AddressPolicy, AuthError, FileTokenStore, OAuthClient, StoredAuth, TokenStore};
 use portico::client::{Client, EraMode};
 use portico::schema::{Implementation, ProtocolVersion};
 use portico::transport::http::client::HttpClientTransport;
@@ -48,6 +48,10 @@ struct Setup {
     /// The token endpoint takes only the client credentials grant with this `client_id:secret`
     /// (HTTP Basic).
     client_credentials: Option<&'static str>,
+    /// `resource_metadata` of the 401 challenge, instead of the real one (with `prm_in_challenge`).
+    challenge_prm: Option<&'static str>,
+    /// The PRM's `authorization_servers` (default: the base URL).
+    authorization_server: Option<&'static str>,
 }
 
 /// One HTTP request the servers saw.
@@ -133,7 +137,7 @@ async fn handle(world: Shared, req: Request<Body>) -> Response<Body> {
         ("GET", "/.well-known/oauth-protected-resource/mcp") => {
             let mut prm = json!({
                 "resource": setup.resource.clone().unwrap_or_else(|| format!("{base}/mcp")),
-                "authorization_servers": [base],
+                "authorization_servers": [setup.authorization_server.map_or_else(|| base.to_owned(), str::to_owned)],
             });
             if let Some(s) = &setup.scopes_supported {
                 prm["scopes_supported"] = json!(s);
@@ -284,7 +288,8 @@ fn check_proof(proof: &str, htm: &str, htu: &str, token: Option<&str>, nonce: Op
 
 /// The protected MCP endpoint (handshake era, no sessions).
 fn mcp(w: &World, setup: &Setup, base: &str, authorization: Option<&str>, body: &str) -> Response<Body> {
-    let prm = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let prm =
+        setup.challenge_prm.map_or_else(|| format!("{base}/.well-known/oauth-protected-resource/mcp"), str::to_owned);
     let scopes = authorization.and_then(|a| a.strip_prefix("Bearer ")).and_then(|t| w.tokens.get(t)).cloned();
     let Some(scopes) = scopes else {
         let mut c = "Bearer error=\"invalid_token\"".to_owned();
@@ -667,4 +672,64 @@ async fn authorize_ahead_of_the_first_request() {
     client.close().await;
     oauth.forget(&url).await.expect("forget");
     assert!(oauth.tokens(&url).await.is_none());
+}
+
+/// The whole error, its sources included.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut next = err.source();
+    while let Some(e) = next {
+        out.push_str(": ");
+        out.push_str(&e.to_string());
+        next = e.source();
+    }
+    out
+}
+
+#[tokio::test]
+async fn discovery_never_reaches_a_metadata_service_or_the_local_network_for_a_public_server() {
+    // SSRF: the server points the client at a cloud metadata service. Never reached, whatever
+    // the server's own address.
+    let setup = Setup {
+        prm_in_challenge: true,
+        challenge_prm: Some("http://169.254.169.254/latest/meta-data/iam"),
+        ..Default::default()
+    };
+    let (world, url) = start(setup).await;
+    let err = connect(&url, oauth()).await.expect_err("must refuse");
+    let text = chain(&err);
+    assert!(text.contains("169.254.169.254") && text.contains("address policy"), "{text}");
+    assert!(authorize_queries(&world).is_empty(), "no authorization request may be made");
+
+    // An authorization server on an IPv6 link-local address: refused before any request.
+    let setup = Setup { authorization_server: Some("http://[fe80::1]:8080/"), ..Default::default() };
+    let (world, url) = start(setup).await;
+    let err = connect(&url, oauth()).await.expect_err("must refuse");
+    assert!(chain(&err).contains("address policy"), "{}", chain(&err));
+    assert!(!seen(&world).iter().any(|s| s.uri == "/token" || s.uri.starts_with("/authorize")));
+
+    // Public addresses only: this server's own loopback metadata is refused (literal address)…
+    let public = || {
+        OAuthClient::builder()
+            .client_name("auth-test")
+            .address_policy(AddressPolicy::PublicOnly)
+            .build()
+            .expect("client")
+    };
+    let (world, url) = start(Setup::default()).await;
+    let err = connect(&url, public()).await.expect_err("must refuse");
+    assert!(chain(&err).contains("a loopback address"), "{}", chain(&err));
+    assert!(!seen(&world).iter().any(|s| s.uri.starts_with("/.well-known")), "nothing fetched");
+
+    // …and so is a hostname that resolves to loopback, by the resolver at connection time.
+    let (world, url) = start(Setup::default()).await;
+    let by_name = url.replace("127.0.0.1", "localhost");
+    let err = connect(&by_name, public()).await.expect_err("must refuse");
+    assert!(chain(&err).contains("a loopback address"), "{}", chain(&err));
+    assert!(!seen(&world).iter().any(|s| s.uri.starts_with("/.well-known")), "nothing fetched");
+
+    // The default policy lets a local server use its local authorization server.
+    let (_world, url) = start(Setup::default()).await;
+    let client = connect(&url, oauth()).await.expect("a local server's own metadata is allowed");
+    client.close().await;
 }

@@ -255,6 +255,8 @@ pub struct OAuthConfig {
     pub client_secret: Option<Secret>,
     /// Extra scopes.
     pub scopes: Vec<String>,
+    /// Which addresses discovery, registration and token requests may reach.
+    pub addresses: portico::auth::AddressPolicy,
 }
 
 /// Whether downstream clients share an upstream process or HTTP session.
@@ -394,10 +396,27 @@ fn locate(err: ConfigError, text: &str) -> ConfigError {
         return err;
     };
     let headers = [format!("[servers.{name}]"), format!("[servers.\"{name}\"]")];
-    match headers.iter().find_map(|h| text.find(h.as_str())) {
-        Some(offset) => err.at_offset(text, offset),
-        None => err,
+    let Some(offset) = headers.iter().find_map(|h| text.find(h.as_str())) else { return err };
+    // The key itself, when it starts a line after the server's table header (`key =`).
+    let key = err.field.as_deref().and_then(|f| f.rsplit('.').next()).unwrap_or_default();
+    let mut at = offset;
+    for line in text[offset..].split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        if start == offset {
+            continue; // the header itself
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("[servers.") && !trimmed.starts_with(&format!("[servers.{name}.")) {
+            break; // another server's table
+        }
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with('=')
+        {
+            return err.at_offset(text, start + (line.len() - trimmed.len()));
+        }
     }
+    err.at_offset(text, offset)
 }
 
 /// Expands and validates a raw config. Relative `cwd`s and `env_file`s are resolved against
@@ -603,7 +622,24 @@ fn validate_server(
                             ConfigError::new("give an Authorization header or `oauth`, not both").field(f("oauth"))
                         );
                     }
-                    Some(OAuthConfig { client_credentials, client_id, client_secret, scopes: o.scopes.clone() })
+                    let addresses = match o.addresses.as_deref() {
+                        None | Some("match-server") => portico::auth::AddressPolicy::MatchServer,
+                        Some("public-only") => portico::auth::AddressPolicy::PublicOnly,
+                        Some("any") => portico::auth::AddressPolicy::Any,
+                        Some(other) => {
+                            return Err(ConfigError::new(format!(
+                                "`{other}` is not one of match-server, public-only, any"
+                            ))
+                            .field(f("oauth.addresses")));
+                        }
+                    };
+                    Some(OAuthConfig {
+                        client_credentials,
+                        client_id,
+                        client_secret,
+                        scopes: o.scopes.clone(),
+                        addresses,
+                    })
                 }
             };
             ServerKind::Http { url, headers, legacy_sse, oauth }

@@ -242,6 +242,10 @@ pub struct RawOAuth {
     /// Scopes to ask for beyond what the server's challenge names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// Which addresses OAuth discovery may reach: `match-server` (the default), `public-only`
+    /// or `any`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<String>,
 }
 
 /// `[servers.NAME.restart]`: exponential backoff with jitter.

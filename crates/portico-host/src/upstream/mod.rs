@@ -733,7 +733,8 @@ async fn oauth_client(
         let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
     }
     let store = FileTokenStore::new(dir.join(format!("{name}.json")));
-    let mut builder = OAuthClient::builder().client_name(shared.info.name.clone()).token_store(store);
+    let mut builder =
+        OAuthClient::builder().client_name(shared.info.name.clone()).token_store(store).address_policy(oauth.addresses);
     if let Some(id) = &oauth.client_id {
         builder = builder.client_credentials(id.clone(), oauth.client_secret.as_ref().map(|s| s.expose().to_owned()));
     }

@@ -23,6 +23,16 @@ pub enum AuthError {
         #[source]
         source: reqwest::Error,
     },
+    /// A URL from discovery leads to an address the [`AddressPolicy`](super::AddressPolicy)
+    /// does not allow (a server pointing the client at a cloud metadata service or at the
+    /// user's network: server-side request forgery).
+    #[error("refused to connect to {host}: a {kind} address, not allowed by the OAuth client's address policy")]
+    AddressRefused {
+        /// The host in the URL.
+        host: String,
+        /// What kind of address it is.
+        kind: &'static str,
+    },
     /// An endpoint answered with a status or body the flow cannot use.
     #[error("{url} answered HTTP {status}: {detail}")]
     PeerStatus {
@@ -115,6 +125,14 @@ impl AuthError {
     }
 
     pub(crate) fn http(url: &str, source: reqwest::Error) -> Self {
+        // The resolver's refusal travels inside reqwest's connect error: bring it out.
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(&source);
+        while let Some(e) = next {
+            if let Some(AuthError::AddressRefused { host, kind }) = e.downcast_ref::<AuthError>() {
+                return AuthError::AddressRefused { host: host.clone(), kind };
+            }
+            next = e.source();
+        }
         AuthError::Http { url: url.to_owned(), source: source.without_url() }
     }
 

@@ -117,6 +117,9 @@ impl OAuthClient {
         let mut st = self.inner.state.lock().await;
         self.load(&mut st, server);
         let expired = st.session.as_ref()?.tokens.is_expired(EXPIRY_MARGIN);
+        if expired {
+            self.inner.guard.enter(server).await;
+        }
         if expired && let Err(e) = self.refresh(&mut st, server).await {
             debug!(error = %e, "refreshing an expired access token failed");
         }
@@ -154,6 +157,7 @@ impl OAuthClient {
     pub(crate) async fn challenged(&self, server: &Url, ch: Challenge) -> Result<(), AuthError> {
         let mut st = self.inner.state.lock().await;
         self.load(&mut st, server);
+        self.inner.guard.enter(server).await;
         if ch.bearer.as_ref().and_then(|b| b.error.as_deref()) == Some("use_dpop_nonce") {
             return Ok(()); // the transport kept the new nonce: send again
         }
@@ -238,6 +242,7 @@ impl OAuthClient {
 
     /// GETs a JSON metadata document: `Ok(None)` when the server has none there.
     async fn fetch_json<T: DeserializeOwned>(&self, url: &Url) -> Result<Option<T>, AuthError> {
+        self.reach(url).await?;
         let resp = self
             .inner
             .http
@@ -252,6 +257,11 @@ impl OAuthClient {
         }
         let body = read_limited(resp, url.as_str()).await?;
         serde_json::from_slice(&body).map(Some).map_err(|e| AuthError::metadata(url.as_str(), e.to_string()))
+    }
+
+    /// Refuses a URL whose address the policy does not allow (see `address`).
+    async fn reach(&self, url: &Url) -> Result<(), AuthError> {
+        self.inner.guard.check(url, self.inner.own_http).await
     }
 
     /// Protected resource metadata, then authorization server metadata.
@@ -386,6 +396,9 @@ impl OAuthClient {
                 application_type: &cfg.application_type,
                 scope,
             };
+            if let Ok(u) = Url::parse(endpoint) {
+                self.reach(&u).await?;
+            }
             let c = token::register(&self.inner.http, endpoint, &req).await?;
             debug!(issuer = %meta.issuer, client_id = %c.client_id, "registered a client");
             c
@@ -431,6 +444,7 @@ impl OAuthClient {
             }
             q.append_pair("resource", &found.resource);
         }
+        self.reach(&url).await?;
         let back = self.inner.cfg.redirect.authorize(&self.inner.http, url).await?;
         let code = validate_response(&back, &state, meta)?;
         let form = vec![
@@ -457,6 +471,9 @@ impl OAuthClient {
         form: Vec<(&str, String)>,
         bound: bool,
     ) -> Result<TokenSet, AuthError> {
+        if let Ok(u) = Url::parse(&meta.token_endpoint) {
+            self.reach(&u).await?;
+        }
         let auth = token::choose_auth(client, self.inner.cfg.signing_key.as_deref(), meta);
         let dpop = self.dpop(st, meta, bound);
         token::request_token(&self.inner.http, meta, client, auth, form, dpop).await
@@ -526,8 +543,12 @@ impl OAuthClient {
             form.push(("scope", s.to_owned()));
         }
         let idp_client = ClientInfo::new(idp.client_id.clone(), None);
-        let jag = token::request_token(&self.inner.http, &idp_meta, &idp_client, ClientAuth::None, form, None).await?;
-        Ok(jag.access_token)
+        // The identity provider comes from the configuration, not from discovery: it may be on
+        // the user's own network whatever the MCP server's address.
+        let previous = self.inner.guard.allow_local();
+        let jag = token::request_token(&self.inner.http, &idp_meta, &idp_client, ClientAuth::None, form, None).await;
+        self.inner.guard.restore(previous);
+        Ok(jag?.access_token)
     }
 }
 

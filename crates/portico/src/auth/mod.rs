@@ -57,6 +57,9 @@
 //!    ([`OAuthClientBuilder::dpop`]).
 
 #[cfg(feature = "auth-client")]
+#[cfg(feature = "auth-client")]
+mod address;
+#[cfg(feature = "auth-client")]
 mod error;
 #[cfg(feature = "auth-client")]
 mod flow;
@@ -64,7 +67,6 @@ mod flow;
 mod jwt;
 #[cfg(feature = "auth-client")]
 mod metadata;
-#[cfg(feature = "auth-client")]
 mod redirect;
 #[cfg(feature = "auth-client")]
 mod store;
@@ -75,6 +77,9 @@ mod token;
 use std::sync::Arc;
 
 #[cfg(feature = "auth-client")]
+#[cfg(feature = "auth-client")]
+pub use address::AddressPolicy;
+#[cfg(feature = "auth-client")]
 pub use error::AuthError;
 #[cfg(feature = "auth-client")]
 pub use jwt::SigningKey;
@@ -83,7 +88,6 @@ pub use metadata::{
     AuthorizationServerMetadata, BearerChallenge, ProtectedResourceMetadata, authorization_server_metadata_urls,
     canonical_resource, protected_resource_metadata_urls, resource_matches,
 };
-#[cfg(feature = "auth-client")]
 pub use redirect::{HeadlessRedirect, LoopbackRedirect, OpenUrl, RedirectHandler};
 #[cfg(feature = "auth-client")]
 pub use store::{ClientInfo, FileTokenStore, MemoryTokenStore, StoredAuth, TokenSet, TokenStore};
@@ -182,6 +186,11 @@ struct Inner {
     cfg: Config,
     /// Does not follow redirects: the authorization response is read from `Location`.
     http: reqwest::Client,
+    /// What `http` may connect to (its resolver holds the same guard, unless the caller gave
+    /// the client).
+    guard: Arc<address::Guard>,
+    /// The caller gave `http`: hostnames are resolved and checked before each request.
+    own_http: bool,
     /// Held while tokens are read, refreshed or obtained: one flow at a time.
     state: tokio::sync::Mutex<flow::State>,
     /// The DPoP key, unless DPoP is turned off.
@@ -229,6 +238,7 @@ impl OAuthClient {
                 dpop: true,
             },
             http: None,
+            addresses: AddressPolicy::default(),
         }
     }
 
@@ -286,6 +296,7 @@ impl OAuthClient {
 pub struct OAuthClientBuilder {
     cfg: Config,
     http: Option<reqwest::Client>,
+    addresses: AddressPolicy,
 }
 
 #[cfg(feature = "auth-client")]
@@ -408,9 +419,19 @@ impl OAuthClientBuilder {
         self
     }
 
+    /// Which addresses discovery, registration and token requests may reach (default
+    /// [`AddressPolicy::MatchServer`]: loopback and private networks only for an MCP server
+    /// that is on one itself; never link-local, such as cloud metadata services).
+    pub fn address_policy(mut self, policy: AddressPolicy) -> Self {
+        self.addresses = policy;
+        self
+    }
+
     /// The HTTP client for metadata, registration, authorization and token requests. It
     /// must not follow redirects (`reqwest::redirect::Policy::none()`), or the headless
-    /// redirect cannot read the authorization response.
+    /// redirect cannot read the authorization response. Its resolver is its own: the
+    /// [`address_policy`](Self::address_policy) then checks each hostname once before the
+    /// request, and a DNS answer that changes by the time it connects is not caught.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -435,10 +456,13 @@ impl OAuthClientBuilder {
         if self.cfg.grant == GrantType::ClientCredentials && self.cfg.credentials.is_empty() {
             return Err(AuthError::Config("the client credentials grant needs client_credentials(…)".into()));
         }
+        let guard = address::Guard::new(self.addresses);
+        let own_http = self.http.is_some();
         let http = match self.http {
             Some(h) => h,
             None => reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
+                .dns_resolver(Arc::new(address::GuardedResolver(guard.clone())))
                 .build()
                 .map_err(|e| AuthError::Config(format!("cannot build the HTTP client: {e}")))?,
         };
@@ -448,6 +472,8 @@ impl OAuthClientBuilder {
                 dpop_key,
                 cfg: self.cfg,
                 http,
+                guard,
+                own_http,
                 state: tokio::sync::Mutex::new(flow::State::default()),
             }),
         })
