@@ -24,6 +24,7 @@ mod endpoint;
 mod handler;
 pub mod skills;
 mod stack;
+mod tasks;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -43,12 +44,13 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{ClientHandler, NoHandler};
+pub use tasks::{MAX_TASK_WAIT, TaskCreated, TaskHook};
 
 use crate::error::{Error, ErrorKind};
 use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig};
 use crate::sync::lock;
 use crate::transport::Transport;
-use connection::{HasMeta, Peek, Refused, decode};
+use connection::{Final, HasMeta, Peek, Refused, decode};
 use endpoint::ClientEndpoint;
 
 /// Which era to speak.
@@ -240,6 +242,8 @@ pub struct CallOptions {
     pub capabilities: Option<portico_schema::ClientCapabilities>,
     /// The W3C trace context sent in the request's `_meta`.
     pub trace: Option<crate::trace::TraceContext>,
+    /// Told when the server makes a task of this tool call (the tasks extension).
+    pub on_task: Option<TaskHook>,
 }
 
 /// Answers one round of a call's 2026-07-28 input requests (`inputRequests`, by key) with
@@ -262,6 +266,7 @@ impl std::fmt::Debug for CallOptions {
             .field("on_input", &self.on_input.is_some())
             .field("capabilities", &self.capabilities)
             .field("trace", &self.trace)
+            .field("on_task", &self.on_task.is_some())
             .finish()
     }
 }
@@ -303,6 +308,17 @@ impl CallOptions {
     /// server continues the caller's trace.
     pub fn with_trace_context(mut self, trace: crate::trace::TraceContext) -> Self {
         self.trace = Some(trace);
+        self
+    }
+    /// Calls `f` when the server answers this tool call with a task (the
+    /// `io.modelcontextprotocol/tasks` extension of 2026-07-28), before the client starts
+    /// polling it; the call then goes on following the task to its result. A gateway uses it
+    /// to make a task of its own call at that point.
+    pub fn with_on_task<F>(mut self, f: F) -> Self
+    where
+        F: Fn(TaskCreated) -> futures_util::future::BoxFuture<'static, ()> + Send + Sync + 'static,
+    {
+        self.on_task = Some(Arc::new(f));
         self
     }
     /// Answers this call's input requests (2026-07-28 `input_required` results) with `f`
@@ -507,7 +523,11 @@ impl Client {
     /// Calls a tool with JSON arguments (an object, or `null` for none).
     ///
     /// In 2026-07-28, input-required results are answered through the [`ClientHandler`] and
-    /// the call is retried until it completes.
+    /// the call is retried until it completes. A server that makes a task of the call (the
+    /// tasks extension, when the client declared it with
+    /// [`ClientCapabilities::with_tasks`]) is polled with `tasks/get` until the task ends; its
+    /// input requests are answered the same way, with `tasks/update`, and cancelling the call
+    /// sends `tasks/cancel`. A task that fails is an error carrying the task's error.
     ///
     /// # Errors
     /// A protocol error from the server (unknown tool, …) or a connection failure. A failing
@@ -532,7 +552,10 @@ impl Client {
             serde_json::Value::Object(m) => Some(m),
             _ => return Err(Error::local("tool arguments must be a JSON object")),
         };
-        self.inner.send_retrying(methods::TOOLS_CALL, p, &options).await
+        match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
+            Final::Complete(raw) => decode(methods::TOOLS_CALL, &raw),
+            Final::Task(created) => tasks::follow(&self.inner, &created, &options).await,
+        }
     }
 
     /// Gets a prompt with its string arguments.
