@@ -9,8 +9,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use portico::client::{CallOptions, Client, ClientHandler, EraMode, TaskCreated};
 use portico::schema::{
-    ClientCapabilities, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorObject,
-    Implementation, RequestedSchema, StringSchema, Tool, object,
+    ClientCapabilities, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorObject, Implementation,
+    RequestedSchema, StringSchema, Tool, object,
 };
 use portico::server::{RequestContext, Server, TaskSupport};
 use serde_json::{Value, json};

@@ -797,8 +797,8 @@ async fn abandon(
 /// Lists everything the server offers (every page), skipping what it does not declare.
 async fn fetch_catalog(client: &Client) -> Result<Catalog, portico::Error> {
     let caps = client.server_capabilities().clone();
-    let mut catalog = Catalog::default();
-    catalog.tasks = caps.extensions.as_ref().is_some_and(|e| e.contains_key(portico::schema::TASKS_EXTENSION));
+    let tasks = caps.extensions.as_ref().is_some_and(|e| e.contains_key(portico::schema::TASKS_EXTENSION));
+    let mut catalog = Catalog { tasks, ..Catalog::default() };
     if caps.tools.is_some() {
         catalog.tools = client.list_all_tools().await?;
     }

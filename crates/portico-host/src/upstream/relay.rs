@@ -7,15 +7,18 @@
 //! the stateless era the client's answer comes with a retry that runs the call again; a request
 //! whose answer the retry already carries was decided on in the round that sent it, so it is
 //! not put to the person a second time.
+//!
+//! [`continue_as_task`] is the other thing a call passes on to its client: an upstream's task,
+//! made a task of the gateway's.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use portico::client::TaskCreated;
 use portico::schema::{
     CreateMessageRequestParams, ElicitRequestParams, InputRequest, InputResponse, InputResponses, ListRootsResult,
 };
-use portico::client::TaskCreated;
 use portico::server::RequestContext;
 use serde_json::Value;
 

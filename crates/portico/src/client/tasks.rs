@@ -113,7 +113,8 @@ impl Drop for Abandon {
         let (inner, task) = (self.inner.clone(), std::mem::take(&mut self.task_id));
         let options = self.options.clone().with_timeout(CANCEL_TIMEOUT);
         runtime.spawn(async move {
-            let sent: Result<EmptyResult, Error> = inner.send(methods::TASKS_CANCEL, TaskParams::new(&task), &options).await;
+            let sent: Result<EmptyResult, Error> =
+                inner.send(methods::TASKS_CANCEL, TaskParams::new(&task), &options).await;
             if let Err(e) = sent {
                 tracing::debug!(%task, error = %e, "tasks/cancel for an abandoned task failed");
             }
@@ -126,14 +127,19 @@ fn poll_interval(ms: Option<u64>) -> Duration {
 }
 
 /// Follows the task `created` (a `tools/call`'s `CreateTaskResult`) to its result.
-pub(super) async fn follow(inner: &Arc<Inner>, created: &RawValue, call: &CallOptions) -> Result<CallToolResult, Error> {
+pub(super) async fn follow(
+    inner: &Arc<Inner>,
+    created: &RawValue,
+    call: &CallOptions,
+) -> Result<CallToolResult, Error> {
     let task: TaskView = decode(methods::TOOLS_CALL, created)?;
     // Polls declare what the call declared, and wait no longer than its requests would.
     let mut options = CallOptions::new();
     options.timeout = call.timeout;
     options.capabilities.clone_from(&call.capabilities);
     options.trace.clone_from(&call.trace);
-    let mut abandon = Abandon { inner: inner.clone(), task_id: task.task_id.clone(), options: options.clone(), armed: true };
+    let mut abandon =
+        Abandon { inner: inner.clone(), task_id: task.task_id.clone(), options: options.clone(), armed: true };
     let limit = match (call.max_timeout, task.ttl_ms) {
         (Some(max), _) => max,
         (None, Some(ttl)) => Duration::from_millis(ttl),
@@ -223,7 +229,8 @@ async fn poll(
                 wait = false;
             }
             "completed" => {
-                let result = t.result.ok_or_else(|| Error::misbehaved(format!("completed task {task_id} has no result")))?;
+                let result =
+                    t.result.ok_or_else(|| Error::misbehaved(format!("completed task {task_id} has no result")))?;
                 return Ok(decode(methods::TASKS_GET, &result));
             }
             "failed" => {
