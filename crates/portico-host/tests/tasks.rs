@@ -10,26 +10,13 @@ mod task_tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-use portico::client::{Client, EraMode};
-use portico::schema::{ClientCapabilities, Implementation};
+use portico::schema::ClientCapabilities;
 use portico_host::Host;
 use portico_host::audit::{AuditLog, Filter, RawAudit};
 use portico_host::gateway::Gateway;
 use portico_host::oversight::Supervisor;
 use serde_json::{Value, json};
 use task_tools::{Person, Probes, recorder};
-
-async fn caller(gateway: &Gateway, caps: ClientCapabilities, person: Person) -> Client {
-    let (a, b) = portico::transport::memory::pair();
-    gateway.server().connect(b);
-    Client::builder(Implementation::new("agent", "1"))
-        .era(EraMode::Stateless)
-        .capabilities(caps)
-        .handler(person)
-        .connect(a)
-        .await
-        .expect("connect")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_of_the_upstream_is_a_task_of_the_gateway() {
@@ -51,7 +38,7 @@ async fn a_task_of_the_upstream_is_a_task_of_the_gateway() {
 
     let person = Person::default();
     let caps = ClientCapabilities::new().with_elicitation(true, false).with_tasks();
-    let client = caller(&gateway, caps, person.clone()).await;
+    let client = task_tools::connect(gateway.server(), caps, person.clone()).await;
 
     // Created, polled to completion.
     let (made, options) = recorder();
@@ -72,7 +59,7 @@ async fn a_task_of_the_upstream_is_a_task_of_the_gateway() {
     task_tools::cancel_midway(&client, "up__work", &probes, 2).await;
 
     // A caller without the extension gets the result at once, from no task at either end.
-    let plain = caller(&gateway, ClientCapabilities::new(), Person::default()).await;
+    let plain = task_tools::connect(gateway.server(), ClientCapabilities::new(), Person::default()).await;
     let (made, options) = recorder();
     let r = plain.call_tool_with("up__work", json!({}), options).await.expect("call");
     assert_eq!(common::text(&r), "worked (task: false)");

@@ -9,23 +9,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use portico::client::{CallOptions, Client, EraMode};
-use portico::schema::{ClientCapabilities, Implementation};
-use portico::server::Server;
+use portico::client::CallOptions;
+use portico::schema::ClientCapabilities;
 use serde_json::json;
-use task_tools::{Person, Probes, recorder, server, until};
-
-async fn connect(server: &Server, caps: ClientCapabilities, person: Person) -> Client {
-    let (a, b) = portico::transport::memory::pair();
-    server.connect(b);
-    Client::builder(Implementation::new("tasks-client", "1"))
-        .era(EraMode::Stateless)
-        .capabilities(caps)
-        .handler(person)
-        .connect(a)
-        .await
-        .expect("connect")
-}
+use task_tools::{Person, Probes, connect, recorder, server, until};
 
 fn text(r: &portico::schema::CallToolResult) -> String {
     serde_json::to_value(&r.content).expect("json")[0]["text"].as_str().unwrap_or_default().to_owned()

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use portico::client::{CallOptions, Client, ClientHandler, TaskCreated};
+use portico::client::{CallOptions, Client, ClientHandler, EraMode, TaskCreated};
 use portico::schema::{
-    ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorObject, Implementation, RequestedSchema,
-    StringSchema, Tool, object,
+    ClientCapabilities, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, ErrorObject, Implementation,
+    RequestedSchema, StringSchema, Tool, object,
 };
 use portico::server::{RequestContext, Server, TaskSupport};
 use serde_json::{Value, json};
@@ -76,6 +76,19 @@ impl ClientHandler for Person {
         content.insert("name".to_owned(), json!("Ada"));
         Box::pin(async move { Ok(ElicitResult::accept(content)) })
     }
+}
+
+/// A 2026-07-28 client of `server` over memory, declaring `caps`, answered by `person`.
+pub async fn connect(server: &Server, caps: ClientCapabilities, person: Person) -> Client {
+    let (a, b) = portico::transport::memory::pair();
+    server.connect(b);
+    Client::builder(Implementation::new("tasks-client", "1"))
+        .era(EraMode::Stateless)
+        .capabilities(caps)
+        .handler(person)
+        .connect(a)
+        .await
+        .expect("connect")
 }
 
 /// Call options that record the tasks made of the call.
