@@ -144,8 +144,9 @@ pub(super) async fn follow(
         (Some(max), _) => max,
         (None, Some(ttl)) => Duration::from_millis(ttl),
         (None, None) => MAX_TASK_WAIT,
-    };
-    let deadline = Instant::now() + limit.min(MAX_TASK_WAIT);
+    }
+    .min(MAX_TASK_WAIT);
+    let deadline = Instant::now() + limit;
     let cancelled = async {
         match &call.cancel {
             Some(token) => token.cancelled().await,
