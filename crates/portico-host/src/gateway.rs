@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use portico::middleware::{McpRequest, McpResponse};
 use portico::schema::{CompleteRequestParams, ServerCapabilities};
-use portico::server::{HandlerError, RequestContext, ResourceRequest, Server, ToolReply};
+use portico::server::{HandlerError, RequestContext, ResourceRequest, Server, TaskSupport, ToolReply};
 use portico::transport::http::server::StreamableHttp;
 use serde_json::Value;
 use tokio::sync::watch;
@@ -214,7 +214,10 @@ impl Gateway {
             }
             let host = self.host.clone();
             let exposed = Arc::<str>::from(name.as_str());
-            edit.add_tool(entry.tool.clone(), move |args: Value, cx: RequestContext| {
+            // A tool of a server that offers tasks may be one here too: when the upstream makes
+            // a task of a call, so does the gateway (see `upstream::relay::continue_as_task`).
+            let tasks = if entry.tasks { TaskSupport::Optional } else { TaskSupport::Forbidden };
+            edit.add_task_tool(entry.tool.clone(), tasks, move |args: Value, cx: RequestContext| {
                 let host = host.clone();
                 let exposed = exposed.clone();
                 async move {

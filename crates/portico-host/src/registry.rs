@@ -36,6 +36,10 @@ pub struct Catalog {
     pub resources: Vec<Resource>,
     /// Its resource templates.
     pub templates: Vec<ResourceTemplate>,
+    /// It offers the tasks extension (`io.modelcontextprotocol/tasks`): a call from a client
+    /// that declares it may become a task.
+    #[serde(default)]
+    pub tasks: bool,
 }
 
 /// Where an exposed item comes from.
@@ -56,6 +60,8 @@ pub struct ToolEntry {
     pub tool: Tool,
     /// Where it comes from.
     pub origin: Origin,
+    /// Its server offers the tasks extension, so a call may become a task.
+    pub tasks: bool,
 }
 
 impl ToolEntry {
@@ -225,7 +231,7 @@ impl Registry {
                 let mut tool = tool.clone();
                 upstream_meta(&mut tool.meta, server, "name", &tool.name);
                 tool.name.clone_from(&exposed);
-                reg.tools.insert(exposed, ToolEntry { tool, origin });
+                reg.tools.insert(exposed, ToolEntry { tool, origin, tasks: catalog.tasks });
             }
             for prompt in &catalog.prompts {
                 let exposed = exposed_name(&config.prefix, separator, &prompt.name);

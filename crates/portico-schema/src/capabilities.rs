@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 /// A JSON object with no fixed members, as used for `{}`-valued capabilities.
 pub type JsonObject = Map<String, Value>;
 
+/// The identifier of the tasks extension (2026-07-28), under `capabilities.extensions`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 /// Capabilities a client declares (in `initialize`, or per request in 2026-07-28).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -77,6 +80,16 @@ impl ClientCapabilities {
     /// True when URL-mode elicitation may be sent.
     pub fn supports_elicitation_url(&self) -> bool {
         self.elicitation.as_ref().is_some_and(|e| e.url.is_some())
+    }
+    /// Declares the tasks extension ([`TASKS_EXTENSION`]): a tool call may be answered with a
+    /// task, which the client polls (2026-07-28).
+    pub fn with_tasks(mut self) -> Self {
+        self.extensions.get_or_insert_with(Map::new).insert(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()));
+        self
+    }
+    /// True when the tasks extension is declared.
+    pub fn supports_tasks(&self) -> bool {
+        self.extensions.as_ref().is_some_and(|e| e.contains_key(TASKS_EXTENSION))
     }
 }
 

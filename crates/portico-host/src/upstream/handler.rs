@@ -94,6 +94,10 @@ pub(crate) fn capabilities_for(cx: &RequestContext) -> ClientCapabilities {
     if form || url {
         caps = caps.with_elicitation(form, url);
     }
+    // The gateway follows an upstream's task only for a client that can follow the gateway's.
+    if down.supports_tasks() {
+        caps = caps.with_tasks();
+    }
     caps
 }
 

@@ -415,7 +415,8 @@ impl Upstream {
                         let _ = progress.try_send(handler::Forward::Progress(p));
                     })
                     .with_input(relay::handler(self.shared.clone(), cx.clone()))
-                    .with_capabilities(handler::capabilities_for(cx));
+                    .with_capabilities(handler::capabilities_for(cx))
+                    .with_on_task(relay::continue_as_task(cx));
                 if let Some(trace) = crate::telemetry::outgoing(cx) {
                     options = options.with_trace_context(trace);
                 }
@@ -797,7 +798,8 @@ async fn abandon(
 /// Lists everything the server offers (every page), skipping what it does not declare.
 async fn fetch_catalog(client: &Client) -> Result<Catalog, portico::Error> {
     let caps = client.server_capabilities().clone();
-    let mut catalog = Catalog::default();
+    let tasks = caps.extensions.as_ref().is_some_and(|e| e.contains_key(portico::schema::TASKS_EXTENSION));
+    let mut catalog = Catalog { tasks, ..Catalog::default() };
     if caps.tools.is_some() {
         catalog.tools = client.list_all_tools().await?;
     }

@@ -7,11 +7,15 @@
 //! the stateless era the client's answer comes with a retry that runs the call again; a request
 //! whose answer the retry already carries was decided on in the round that sent it, so it is
 //! not put to the person a second time.
+//!
+//! [`continue_as_task`] is the other thing a call passes on to its client: an upstream's task,
+//! made a task of the gateway's.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use portico::client::TaskCreated;
 use portico::schema::{
     CreateMessageRequestParams, ElicitRequestParams, InputRequest, InputResponse, InputResponses, ListRootsResult,
 };
@@ -34,6 +38,22 @@ pub(crate) fn handler(
         let shared = shared.clone();
         let cx = cx.clone();
         Box::pin(async move { relay(&shared, &cx, requests).await })
+    }
+}
+
+/// When the upstream makes a task of a call, the call from `cx` becomes one too (when `cx`'s
+/// tool may be a task and its client declared the extension; otherwise the call waits for the
+/// upstream's task inline). The rest of the call path — the upstream's task followed to its
+/// end, the result's checks, the audit record — then runs on in the background.
+pub(crate) fn continue_as_task(
+    cx: &RequestContext,
+) -> impl Fn(TaskCreated) -> BoxFuture<'static, ()> + Send + Sync + 'static {
+    let cx = cx.clone();
+    move |_created| {
+        let cx = cx.clone();
+        Box::pin(async move {
+            cx.continue_as_task().await;
+        })
     }
 }
 

@@ -148,27 +148,50 @@ impl Inner {
     pub(super) async fn send_retrying<P: Retryable + Serialize, R: DeserializeOwned>(
         &self,
         method: &str,
-        mut params: P,
+        params: P,
         call: &CallOptions,
     ) -> Result<R, Error> {
+        match self.send_rounds(method, params, call).await? {
+            Final::Complete(raw) => decode(method, &raw),
+            Final::Task(_) => Err(Error::misbehaved(format!("{method} answered with a task; only tools/call may"))),
+        }
+    }
+
+    /// [`send_retrying`](Self::send_retrying), leaving the final answer undecoded: a complete
+    /// result, or (2026-07-28 tasks extension) a task to follow.
+    pub(super) async fn send_rounds<P: Retryable + Serialize>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+    ) -> Result<Final, Error> {
         for _ in 0..=self.max_input_rounds {
             let raw = self.send_raw(method, &mut params, call).await?;
             let peek: Peek = decode(method, &raw)?;
             match peek.result_type {
-                None | Some(ResultType::Complete) => return decode(method, &raw),
+                None | Some(ResultType::Complete) => return Ok(Final::Complete(raw)),
+                Some(ResultType::Task) if self.version.is_stateless() => return Ok(Final::Task(raw)),
                 Some(ResultType::InputRequired) if self.version.is_stateless() => {
                     let ir: InputRequiredResult = decode(method, &raw)?;
-                    let requests = ir.input_requests.unwrap_or_default();
-                    let responses = match &call.on_input {
-                        Some(answer) => answer(requests).await?,
-                        None => self.fulfil(requests).await?,
-                    };
+                    let responses = self.answer(ir.input_requests.unwrap_or_default(), call).await?;
                     params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
                 }
                 Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),
             }
         }
         Err(Error::misbehaved(format!("{method} still needed input after {} rounds", self.max_input_rounds)))
+    }
+
+    /// Answers one round of input requests: with the call's own handler, else the client's.
+    pub(super) async fn answer(
+        &self,
+        requests: std::collections::BTreeMap<String, InputRequest>,
+        call: &CallOptions,
+    ) -> Result<InputResponses, Error> {
+        match &call.on_input {
+            Some(answer) => answer(requests).await,
+            None => self.fulfil(requests).await,
+        }
     }
 
     async fn fulfil(
@@ -295,6 +318,14 @@ impl Inner {
         self.peer.notify::<serde_json::Value>(methods::NOTIFICATION_INITIALIZED, None).await?;
         Ok(())
     }
+}
+
+/// What a request that may need input finally answered, undecoded.
+pub(super) enum Final {
+    /// Its result.
+    Complete(Box<RawValue>),
+    /// A `CreateTaskResult` (the tasks extension).
+    Task(Box<RawValue>),
 }
 
 /// Why stateless discovery did not succeed.

@@ -22,8 +22,10 @@ mod connection;
 pub mod elicitation;
 mod endpoint;
 mod handler;
+mod options;
 pub mod skills;
 mod stack;
+mod tasks;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
@@ -34,21 +36,23 @@ use portico_schema::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, CompleteRequestParams, CompleteResult,
     DiscoverRequestParams, DiscoverResult, EmptyResult, GetPromptRequestParams, GetPromptResult, Implementation,
     JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProgressNotificationParams, Prompt, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResult, RequestMeta, Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams,
-    SubscribeRequestParams, SubscriptionFilter, SubscriptionsListenRequestParams, Tool, methods,
+    PaginatedRequestParams, Prompt, ProtocolVersion, ReadResourceRequestParams, ReadResourceResult, RequestMeta,
+    Resource, ResourceTemplate, ServerCapabilities, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    SubscriptionsListenRequestParams, Tool, methods,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{ClientHandler, NoHandler};
+pub use options::{CallOptions, InputHandler};
+pub use tasks::{MAX_TASK_WAIT, TaskCreated, TaskHook};
 
 use crate::error::{Error, ErrorKind};
-use crate::rpc::{self, Peer, ProgressSink, RequestOptions, RpcConfig};
+use crate::rpc::{self, Peer, RequestOptions, RpcConfig};
 use crate::sync::lock;
 use crate::transport::Transport;
-use connection::{HasMeta, Peek, Refused, decode};
+use connection::{Final, HasMeta, Peek, Refused, decode};
 use endpoint::ClientEndpoint;
 
 /// Which era to speak.
@@ -220,107 +224,6 @@ struct Inner {
     next_token: AtomicI64,
     /// The middleware stack, built once; `None` without layers.
     middleware: Option<crate::middleware::Stack>,
-}
-
-/// Options of one call.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct CallOptions {
-    /// Overrides the client's request timeout.
-    pub timeout: Option<Duration>,
-    /// A hard limit that progress never extends (the timeout itself restarts on progress).
-    pub max_timeout: Option<Duration>,
-    /// Receives the server's progress notifications for this call.
-    pub on_progress: Option<ProgressSink>,
-    /// Cancels the call (the server is sent `notifications/cancelled`).
-    pub cancel: Option<CancellationToken>,
-    /// Answers this call's 2026-07-28 input requests in place of the client's handler.
-    pub on_input: Option<InputHandler>,
-    /// The capabilities this call declares (2026-07-28) in place of the client's own.
-    pub capabilities: Option<portico_schema::ClientCapabilities>,
-    /// The W3C trace context sent in the request's `_meta`.
-    pub trace: Option<crate::trace::TraceContext>,
-}
-
-/// Answers one round of a call's 2026-07-28 input requests (`inputRequests`, by key) with
-/// responses under the same keys; see [`CallOptions::with_input`].
-pub type InputHandler = Arc<
-    dyn Fn(
-            std::collections::BTreeMap<String, portico_schema::InputRequest>,
-        ) -> futures_util::future::BoxFuture<'static, Result<portico_schema::InputResponses, Error>>
-        + Send
-        + Sync,
->;
-
-impl std::fmt::Debug for CallOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallOptions")
-            .field("timeout", &self.timeout)
-            .field("max_timeout", &self.max_timeout)
-            .field("on_progress", &self.on_progress.is_some())
-            .field("cancel", &self.cancel)
-            .field("on_input", &self.on_input.is_some())
-            .field("capabilities", &self.capabilities)
-            .field("trace", &self.trace)
-            .finish()
-    }
-}
-
-impl CallOptions {
-    /// Default options.
-    pub fn new() -> Self {
-        Self::default()
-    }
-    /// Sets the timeout.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
-    /// Sets a hard limit that progress notifications never extend.
-    pub fn with_max_timeout(mut self, max: Duration) -> Self {
-        self.max_timeout = Some(max);
-        self
-    }
-    /// Receives progress notifications.
-    pub fn with_progress(mut self, f: impl Fn(ProgressNotificationParams) + Send + Sync + 'static) -> Self {
-        self.on_progress = Some(Arc::new(f));
-        self
-    }
-    /// Cancels the call when `token` is cancelled.
-    pub fn with_cancel(mut self, token: CancellationToken) -> Self {
-        self.cancel = Some(token);
-        self
-    }
-    /// Declares `caps` for this call instead of the client's own capabilities (2026-07-28,
-    /// where each request carries them; a handshake-era session keeps what it declared at
-    /// `initialize`). A gateway declares what its own client can do, so that the server asks
-    /// only for input that client can give.
-    pub fn with_capabilities(mut self, caps: portico_schema::ClientCapabilities) -> Self {
-        self.capabilities = Some(caps);
-        self
-    }
-    /// Sends `trace` (`traceparent`, `tracestate`, `baggage`) in the request's `_meta`, so the
-    /// server continues the caller's trace.
-    pub fn with_trace_context(mut self, trace: crate::trace::TraceContext) -> Self {
-        self.trace = Some(trace);
-        self
-    }
-    /// Answers this call's input requests (2026-07-28 `input_required` results) with `f`
-    /// instead of the client's [`ClientHandler`]: all of one round's requests at once, by key,
-    /// as the server sent them. A gateway passes them on whole to its own client this way.
-    /// (Requests a handshake-era server sends during the call still go to the handler.)
-    pub fn with_input<F>(mut self, f: F) -> Self
-    where
-        F: Fn(
-                std::collections::BTreeMap<String, portico_schema::InputRequest>,
-            ) -> futures_util::future::BoxFuture<'static, Result<portico_schema::InputResponses, Error>>
-            + Send
-            + Sync
-            + 'static,
-    {
-        self.on_input = Some(Arc::new(f));
-        self
-    }
 }
 
 /// A list method's page type.
@@ -507,7 +410,11 @@ impl Client {
     /// Calls a tool with JSON arguments (an object, or `null` for none).
     ///
     /// In 2026-07-28, input-required results are answered through the [`ClientHandler`] and
-    /// the call is retried until it completes.
+    /// the call is retried until it completes. A server that makes a task of the call (the
+    /// tasks extension, when the client declared it with
+    /// [`ClientCapabilities::with_tasks`]) is polled with `tasks/get` until the task ends; its
+    /// input requests are answered the same way, with `tasks/update`, and cancelling the call
+    /// sends `tasks/cancel`. A task that fails is an error carrying the task's error.
     ///
     /// # Errors
     /// A protocol error from the server (unknown tool, …) or a connection failure. A failing
@@ -532,7 +439,10 @@ impl Client {
             serde_json::Value::Object(m) => Some(m),
             _ => return Err(Error::local("tool arguments must be a JSON object")),
         };
-        self.inner.send_retrying(methods::TOOLS_CALL, p, &options).await
+        match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
+            Final::Complete(raw) => decode(methods::TOOLS_CALL, &raw),
+            Final::Task(created) => tasks::follow(&self.inner, &created, &options).await,
+        }
     }
 
     /// Gets a prompt with its string arguments.

@@ -389,7 +389,8 @@ impl RequestContext {
     /// Asks the client for several inputs at once, under the keys given, and returns the
     /// answers under the same keys. In 2026-07-28 they all go out in one input-required result
     /// (the handler runs again when the client answers them, as with [`elicit`](Self::elicit));
-    /// in the handshake era, and in a task, they are asked one after another. Unlike
+    /// in a task they are all pending at once (the client may answer them in any order); in the
+    /// handshake era they are asked one after another. Unlike
     /// [`input`](Self::input), any key is taken as it is: this is for passing on another
     /// server's `inputRequests` whole, keys included.
     ///
@@ -402,7 +403,7 @@ impl RequestContext {
         let mut out = portico_schema::InputResponses::new();
         let batch = self.inner.version.is_stateless() && self.inner.input.as_ref().is_some_and(|s| !s.in_task());
         let Some(state) = self.inner.input.as_ref().filter(|_| batch) else {
-            for (key, request) in requests {
+            let one = |key: String, request: InputRequest| async move {
                 let keyed = Some(key.clone());
                 let response = match request {
                     InputRequest::Elicitation(r) => {
@@ -414,6 +415,15 @@ impl RequestContext {
                     InputRequest::ListRoots(_) => InputResponse::ListRoots(self.ask_as(keyed, Ask::Roots).await?),
                     _ => return Err(Error::local("an input request of a kind this version does not know")),
                 };
+                Ok::<_, Error>((key, response))
+            };
+            if self.is_task() {
+                let asked = requests.into_iter().map(|(k, r)| one(k, r));
+                out.extend(futures_util::future::try_join_all(asked).await?);
+                return Ok(out);
+            }
+            for (key, request) in requests {
+                let (key, response) = one(key, request).await?;
                 out.insert(key, response);
             }
             return Ok(out);

@@ -22,15 +22,13 @@ use portico_schema::{
 use rand::RngCore as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::Event;
 use crate::sync::lock;
 
-/// The identifier of the tasks extension, under `capabilities.extensions`.
-pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+pub use portico_schema::TASKS_EXTENSION;
 
 /// Whether a tool may run as a task (the tasks extension of 2026-07-28).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -431,16 +429,12 @@ pub(crate) fn spawn<T: Send + 'static>(
 
 /// The capabilities a client lacks when it must declare the tasks extension.
 pub(crate) fn required_capabilities() -> ClientCapabilities {
-    let mut c = ClientCapabilities::new();
-    let mut ext = Map::new();
-    ext.insert(TASKS_EXTENSION.to_owned(), Value::Object(Map::new()));
-    c.extensions = Some(ext);
-    c
+    ClientCapabilities::new().with_tasks()
 }
 
 /// True when `caps` declare the tasks extension.
 pub(crate) fn declared(caps: &ClientCapabilities) -> bool {
-    caps.extensions.as_ref().is_some_and(|e| e.contains_key(TASKS_EXTENSION))
+    caps.supports_tasks()
 }
 
 fn millis(d: Duration) -> u64 {

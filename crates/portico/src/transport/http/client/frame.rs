@@ -31,7 +31,8 @@ pub(super) struct OutRequest {
     pub method: String,
     /// `params._meta["io.modelcontextprotocol/protocolVersion"]`: a stateless-era request.
     pub stateless: Option<String>,
-    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    /// `params.name` (tools/call, prompts/get), `params.uri` (resources/read) or
+    /// `params.taskId` (tasks/get, tasks/update, tasks/cancel): what `Mcp-Name` carries.
     pub name: Option<String>,
     /// `params.arguments` of a tools/call, kept raw until a mirrored header needs it.
     pub arguments: Option<Box<RawValue>>,
@@ -57,6 +58,8 @@ struct Params<'a> {
     uri: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
+    #[serde(rename = "taskId", default, borrow)]
+    task_id: Option<Cow<'a, str>>,
     #[serde(rename = "requestId", default)]
     request_id: Option<RequestId>,
 }
@@ -79,6 +82,8 @@ pub(super) fn classify(frame: &[u8]) -> Outgoing {
     let name = match &*method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => params.name.map(Cow::into_owned),
         methods::RESOURCES_READ => params.uri.map(Cow::into_owned),
+        // The tasks extension names the task.
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => params.task_id.map(Cow::into_owned),
         _ => None,
     };
     let arguments = if method == methods::TOOLS_CALL { params.arguments.map(RawValue::to_owned) } else { None };
@@ -229,6 +234,10 @@ mod tests {
         let f = json!({"jsonrpc": "2.0", "id": "r", "method": "resources/read", "params": {"uri": "test://x"}});
         let Outgoing::Request(r) = classify(f.to_string().as_bytes()) else { panic!("a request") };
         assert_eq!((r.stateless, r.name.as_deref()), (None, Some("test://x")));
+
+        let f = json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/get", "params": {"taskId": "t-1"}});
+        let Outgoing::Request(r) = classify(f.to_string().as_bytes()) else { panic!("a request") };
+        assert_eq!(r.name.as_deref(), Some("t-1"), "Mcp-Name carries the task id");
 
         let f = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}});
         assert!(matches!(

@@ -27,9 +27,10 @@
 //!   and retries the request once, unseen by the client. A response stream that breaks is
 //!   resumed with `GET` + `Last-Event-ID`. Closing sends `DELETE`.
 //! - **Stateless era** (2026-07-28): each request mirrors `MCP-Protocol-Version`,
-//!   `Mcp-Method`, `Mcp-Name` and the `Mcp-Param-*` its tool's `x-mcp-header` annotations ask
-//!   for (learned from the `tools/list` results that pass by; tools with invalid annotations
-//!   are dropped from those results, as the spec requires). Cancelling a request closes its
+//!   `Mcp-Method`, `Mcp-Name` (the task's id on the tasks extension's methods) and the
+//!   `Mcp-Param-*` its tool's `x-mcp-header` annotations ask for (learned from the
+//!   `tools/list` results that pass by; tools with invalid annotations are dropped from those
+//!   results, as the spec requires). Cancelling a request closes its
 //!   response stream instead of posting `notifications/cancelled`.
 //! - **Legacy HTTP+SSE**: when `initialize` is refused with 400, 404 or 405 and no JSON-RPC
 //!   error, the URL is opened as an SSE stream; if its first event is `endpoint`, every message
