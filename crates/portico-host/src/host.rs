@@ -374,7 +374,10 @@ impl Host {
             return Ok(tool_error(reason));
         }
         let tracked = self.inner.activity.begin(&call);
-        let verdict = match tracked.unless_cancelled(self.inner.oversight.before(&call)).await {
+        // The large steps are boxed: their futures (policy and approval, the upstream call, the
+        // activity log) would otherwise be laid out inside this one, which the gateway's
+        // handler moves (copies) whole at each poll boundary it crosses.
+        let verdict = match tracked.unless_cancelled(Box::pin(self.inner.oversight.before(&call))).await {
             Some(verdict) => verdict,
             None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
         };
@@ -388,7 +391,7 @@ impl Host {
         tracked.running();
         let sent = std::time::Instant::now();
         let upstream =
-            up.call_tool_observed(&origin.name, arguments.clone(), cx, Some(Arc::new(tracked.on_progress())));
+            Box::pin(up.call_tool_observed(&origin.name, arguments.clone(), cx, Some(Arc::new(tracked.on_progress()))));
         let upstream = tracked
             .unless_cancelled(upstream)
             .await
@@ -406,7 +409,7 @@ impl Host {
                 };
                 if verdict.review_result
                     && let Review::Withhold(why) =
-                        self.inner.oversight.review(&call, &verdict, Answer::Tool(&result)).await
+                        Box::pin(self.inner.oversight.review(&call, &verdict, Answer::Tool(&result))).await
                 {
                     result = tool_error(format!("the result was withheld by the person reviewing it: {why}"));
                 }
@@ -564,7 +567,7 @@ impl Host {
     async fn after(&self, call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) {
         self.inner.metrics.call(call, outcome);
         crate::telemetry::ended(&tracing::Span::current(), outcome);
-        self.inner.oversight.after(call, verdict, outcome).await;
+        Box::pin(self.inner.oversight.after(call, verdict, outcome)).await;
     }
 
     /// The upstream's part of a call, measured.

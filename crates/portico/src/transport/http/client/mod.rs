@@ -199,7 +199,8 @@ impl HttpClientTransport {
     }
 
     /// The HTTP client to use (proxies, TLS roots, timeouts of your own). By default one is
-    /// built with `TCP_NODELAY`; it pools and reuses connections.
+    /// built with `TCP_NODELAY`; it pools and reuses connections, and follows only
+    /// [same-origin `307`/`308` redirects](redirect_policy).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -224,6 +225,7 @@ impl HttpClientTransport {
             Some(h) => h,
             None => reqwest::Client::builder()
                 .tcp_nodelay(true)
+                .redirect(redirect_policy())
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
         };
@@ -413,4 +415,22 @@ impl Drop for HttpClientWriter {
             shared.ends.closed.cancel();
         }
     }
+}
+
+/// The default client's redirects: at most 5, only `307` and `308` (which keep the method and
+/// the body: a `POST` stays a `POST`) and only to the same origin (scheme, host and port), such
+/// as a server that moves `/mcp` to `/mcp/`. Any other redirect is not followed: the request
+/// fails with an error that names the status and the `Location`, so a moved server is
+/// reported instead of being followed to another host with the request and its headers.
+pub fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let status = attempt.status().as_u16();
+        let Some(first) = attempt.previous().first() else { return attempt.stop() };
+        let same_origin = first.origin() == attempt.url().origin();
+        if matches!(status, 307 | 308) && same_origin && attempt.previous().len() <= 5 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
 }

@@ -185,6 +185,19 @@ pub(super) fn remember_session(shared: &Shared, resp: &reqwest::Response) {
 /// Hands up the answer in `resp`, or an error saying why there is none.
 pub(super) async fn read_answer(shared: &Shared, resp: reqwest::Response, answer: &mut Answer) {
     let status = resp.status();
+    if status.is_redirection() {
+        // Not followed (see `redirect_policy`): say where the server points.
+        // Without its query, which may carry a secret.
+        let location = resp.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let location = location.split('?').next().unwrap_or("");
+        let msg = format!(
+            "{} failed: the server redirected (HTTP {status}) to {location:?}; only same-origin 307/308 \
+             redirects are followed: use the new URL",
+            answer.method
+        );
+        let f = frame::error_response(&answer.id, ErrorCode::INTERNAL_ERROR, msg, Some(status.as_u16()));
+        return answer.fail(shared, f).await;
+    }
     if !status.is_success() {
         let body = read_body(resp, shared.max_message).await.unwrap_or_default();
         return answer_error(shared, answer, status, &body).await;

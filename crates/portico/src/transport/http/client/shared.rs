@@ -103,7 +103,27 @@ pub(super) enum SendError {
 impl std::fmt::Display for SendError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SendError::Http(e) => e.fmt(f),
+            SendError::Http(e) => {
+                // reqwest's own text ("error sending request for url (…)") hides the cause (a
+                // refused connection, an untrusted certificate) in its sources, and repeats the
+                // URL, which the caller's message already names: the kind, then every cause.
+                let kind = if e.is_timeout() {
+                    "timed out"
+                } else if e.is_connect() {
+                    "cannot connect"
+                } else if e.is_body() || e.is_decode() {
+                    "the response broke off"
+                } else {
+                    "the request failed"
+                };
+                f.write_str(kind)?;
+                let mut next = std::error::Error::source(e);
+                while let Some(cause) = next {
+                    write!(f, ": {cause}")?;
+                    next = cause.source();
+                }
+                Ok(())
+            }
             SendError::Auth(e) => write!(f, "authorization failed: {e}"),
         }
     }
