@@ -38,10 +38,28 @@ pub(crate) struct ServeArgs {
     /// not given) and print a one-time login link; also `[admin] ui = true`.
     #[arg(long)]
     ui: bool,
+    /// On SIGTERM or Ctrl-C: seconds the tool calls in flight may take to finish (new ones
+    /// are refused); the rest are then cancelled, upstream too, and recorded as cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    drain_timeout: f64,
 }
 
 pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Failure> {
     let path = config_path(config)?;
+    let grace = Duration::try_from_secs_f64(args.drain_timeout)
+        .map_err(|e| Failure::Usage(format!("--drain-timeout {}: {e}", args.drain_timeout)))?;
+    // One signal for every listener: set once SIGTERM or Ctrl-C arrives.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let stopping = move || {
+        let mut rx = stop_rx.clone();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    };
     let loaded = load_config(Some(&path))?;
     let listen = loaded.gateway.listen;
     let supervisor = Arc::new(crate::supervisor(&loaded).await?);
@@ -83,8 +101,9 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
         if let Some(link) = admin.login_link() {
             eprintln!("portico: web UI: open {link} (the link works once)");
         }
+        let admin_stop = stopping();
         tokio::spawn(async move {
-            if let Err(e) = admin.serve(listener, shutdown_signal()).await {
+            if let Err(e) = admin.serve(listener, admin_stop).await {
                 eprintln!("portico: the admin API stopped: {e}");
             }
         });
@@ -93,9 +112,20 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     let result = match args.http {
         None => {
             announce_when_ready(&host, &gateway, wait, "stdio".to_owned());
+            // On the signal, the server goes on answering while the calls in flight drain.
+            let drained = async {
+                stopping().await;
+                let d = host.drain(grace).await;
+                // Their answers are written by the server's own tasks: a moment to flush them.
+                tokio::time::sleep(FLUSH).await;
+                d
+            };
             tokio::select! {
                 r = gateway.serve_stdio() => r.map_err(|e| Failure::Usage(format!("stdio: {e}"))),
-                () = shutdown_signal() => Ok(()),
+                d = drained => {
+                    report(d);
+                    Ok(())
+                }
             }
         }
         Some(addr) => {
@@ -117,16 +147,44 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
                     endpoint.authorization(portico_host::auth::resource_server(auth, &url).map_err(Failure::Usage)?);
                 eprintln!("portico: OAuth: tokens from {} are required at {url}", auth.issuer);
             }
-            endpoint
+            // On the signal, no new connection is taken, and the server finishes the requests in
+            // progress once the calls in flight have drained.
+            let drain = {
+                let host = host.clone();
+                let stop = stopping();
+                tokio::spawn(async move {
+                    stop.await;
+                    report(host.drain(grace).await);
+                })
+            };
+            let served = endpoint
                 .build()
-                .serve_with_shutdown(listener, shutdown_signal())
+                .serve_with_shutdown(listener, stopping())
                 .await
-                .map_err(|e| Failure::Usage(format!("http: {e}")))
+                .map_err(|e| Failure::Usage(format!("http: {e}")));
+            let _ = drain.await;
+            served
         }
     };
     host.shutdown().await;
     crate::close_audit(&supervisor).await;
     result
+}
+
+/// How long the stdio server gets to write the last answers after draining.
+const FLUSH: Duration = Duration::from_millis(200);
+
+/// Says on stderr what draining did, when there was anything in flight.
+fn report(d: portico_host::Drained) {
+    if d.in_flight > 0 {
+        eprintln!(
+            "portico: stopping: {} call(s) in flight, {} finished, {} cancelled{}",
+            d.in_flight,
+            d.finished,
+            d.cancelled,
+            if d.stuck > 0 { format!(", {} did not end after cancelling", d.stuck) } else { String::new() }
+        );
+    }
 }
 
 /// Tells the person on stderr what is served, once the upstreams have started (serving began

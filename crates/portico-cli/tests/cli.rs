@@ -5,8 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{everything, portico, write};
-use std::process::{Command, Output, Stdio};
+use common::{everything, portico, run, write};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A config that lets every call through (policy is tested on its own below).
@@ -19,15 +19,6 @@ fn config(dir: &Path, servers: &str) -> PathBuf {
 
 fn ev(name: &str) -> String {
     format!("[servers.{name}]\ncommand = {:?}\n", everything().display().to_string())
-}
-
-fn run(cmd: &mut Command) -> (i32, String, String) {
-    let Output { status, stdout, stderr } = cmd.output().expect("run portico");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stdout).into_owned(),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -104,6 +104,8 @@ struct Inner {
     calls: Mutex<BTreeMap<u64, Slot>>,
     next: AtomicU64,
     events: broadcast::Sender<CallEvent>,
+    /// Set once the host starts stopping.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 /// The calls in progress through one host. Cheap to clone.
@@ -140,8 +142,18 @@ impl Activity {
                 calls: Mutex::new(BTreeMap::new()),
                 next: AtomicU64::new(1),
                 events: broadcast::channel(EVENTS).0,
+                draining: std::sync::atomic::AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Whether the host is stopping: new tool calls are refused (see `Host::drain`).
+    pub fn is_draining(&self) -> bool {
+        self.inner.draining.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn start_draining(&self) {
+        self.inner.draining.store(true, Ordering::Release);
     }
 
     /// The calls in progress now, oldest first.

@@ -373,6 +373,12 @@ impl Host {
             self.after(&call, &Verdict::deny(reason.clone()), &Outcome::Refused(&reason)).await;
             return Ok(tool_error(reason));
         }
+        if self.inner.activity.is_draining() {
+            // Refused, and recorded like any refusal: the gateway is stopping.
+            let reason = "the gateway is shutting down".to_owned();
+            self.after(&call, &Verdict::deny(reason.clone()), &Outcome::Refused(&reason)).await;
+            return Ok(tool_error(reason));
+        }
         let tracked = self.inner.activity.begin(&call);
         // The large steps are boxed: their futures (policy and approval, the upstream call, the
         // activity log) would otherwise be laid out inside this one, which the gateway's

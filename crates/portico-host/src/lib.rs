@@ -41,6 +41,7 @@ pub mod auth;
 mod checks;
 pub mod clients;
 pub mod config;
+mod drain;
 pub mod gateway;
 mod host;
 pub mod metrics;
@@ -54,4 +55,5 @@ pub mod telemetry;
 pub mod upstream;
 
 pub use checks::TRUNCATED_META;
+pub use drain::Drained;
 pub use host::{Host, HostError, Principal, Reloaded};

@@ -561,9 +561,23 @@ fn ended(e: &mut Entry, outcome: &Outcome<'_>) {
             e.error = Some(json!({ "message": reason }));
         }
         Outcome::Failed(why) => {
-            e.status = if why.contains("did not answer within") { Status::Timeout } else { Status::Error };
+            e.status = if why.contains("did not answer within") {
+                Status::Timeout
+            } else if why.contains("was cancelled") {
+                // `UpstreamError::Cancelled`: by its caller, a person, or the host stopping.
+                Status::Cancelled
+            } else {
+                Status::Error
+            };
             e.error = Some(json!({ "message": why }));
-            e.error_type = Some(if e.status == Status::Timeout { "timeout" } else { "upstream_error" }.to_owned());
+            e.error_type = Some(
+                match e.status {
+                    Status::Timeout => "timeout",
+                    Status::Cancelled => "cancelled",
+                    _ => "upstream_error",
+                }
+                .to_owned(),
+            );
         }
         Outcome::Answered(answer) => {
             let (value, is_error, truncated) = match answer {

@@ -1,0 +1,88 @@
+//! `portico serve` stopped by SIGTERM with tool calls in flight: a call that ends within the
+//! drain timeout is answered, a longer one is cancelled (upstream too) and answered with an
+//! error, a call that arrives meanwhile is refused, the process exits, and every one of them
+//! is in the activity log, whose chain verifies.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{everything, portico, run, write};
+use serde_json::{Value, json};
+
+#[test]
+fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n\
+         [servers.ev]\ncommand = {:?}\n",
+        everything().display().to_string()
+    );
+    let cfg = write(dir.path(), "portico.toml", &text);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (short, long, late, took) = rt.block_on(async {
+        use portico::client::Client;
+        use portico::schema::Implementation;
+        use portico::transport::child::ChildProcess;
+        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
+            .args(["serve", "--drain-timeout", "1.5", "-c", cfg.to_str().expect("utf-8")])
+            .spawn()
+            .expect("spawn");
+        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let sleep = |ms: u64| {
+            let c = client.clone();
+            tokio::spawn(async move { c.call_tool("ev__sleep", json!({ "ms": ms })).await })
+        };
+        // Warm: the upstream has started and answers.
+        let warm = client.call_tool("ev__sleep", json!({ "ms": 1 })).await.expect("warm call");
+        assert_eq!(warm.is_error, None, "{warm:?}");
+        let short = sleep(700);
+        let long = sleep(60_000);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let signalled = Instant::now();
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.pid()).expect("pid"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let late = client.call_tool("ev__sleep", json!({ "ms": 1 })).await;
+        let short = tokio::time::timeout(Duration::from_secs(10), short).await.expect("short answered").expect("join");
+        let long = tokio::time::timeout(Duration::from_secs(15), long).await.expect("long answered").expect("join");
+        let took = signalled.elapsed();
+        // The gateway exits by itself.
+        let exited = tokio::time::timeout(Duration::from_secs(15), child.shutdown()).await;
+        assert!(exited.is_ok(), "portico did not exit after SIGTERM");
+        (short, long, late, took)
+    });
+    let text = |r: &portico::schema::CallToolResult| {
+        r.content.iter().filter_map(|c| c.as_text()).map(str::to_owned).collect::<Vec<_>>().join(" ")
+    };
+    let short = short.expect("the short call is answered");
+    assert_eq!((short.is_error, text(&short)), (None, "slept 700 ms".to_owned()), "finished during the drain");
+    let long = long.expect("the long call is answered");
+    assert_eq!(long.is_error, Some(true), "{long:?}");
+    assert!(text(&long).contains("cancelled"), "{long:?}");
+    assert!(took >= Duration::from_millis(1200) && took < Duration::from_secs(10), "cancelled after {took:?}");
+    let late = late.expect("the late call is answered");
+    assert_eq!(late.is_error, Some(true), "{late:?}");
+    assert!(text(&late).contains("shutting down"), "{late:?}");
+
+    // The log has all four calls, each with what became of it, and verifies.
+    let c = cfg.to_str().expect("utf-8");
+    let (code, out, err) = run(portico().args(["log", "--json", "-n", "100", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 0, "{err}");
+    let records: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let status_of = |ms: u64| -> Vec<String> {
+        records
+            .iter()
+            .filter(|r| r["arguments"]["ms"] == json!(ms))
+            .map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(status_of(700), ["success"], "{out}");
+    assert_eq!(status_of(60_000), ["cancelled"], "{out}");
+    let mut quick = status_of(1);
+    quick.sort();
+    assert_eq!(quick, ["denied", "success"], "the warm-up call and the refused one: {out}");
+    let (code, out, err) = run(portico().args(["log", "verify", "-c", c]).stdin(Stdio::null()));
+    assert_eq!(code, 0, "{out}{err}");
+}
