@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{everything, portico, run, write};
+use common::{alive, children, everything, portico, run, write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -141,22 +141,6 @@ fn direct_server_and_import() {
     assert_eq!(code, 2, "import never overwrites a file");
 }
 
-/// The children of `pid`, from /proc.
-fn children(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
-        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-        }
-    }
-    out
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| s.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"))
-}
-
 /// Kills the process when dropped, so a failed test leaves nothing running.
 struct Guard(std::process::Child);
 
@@ -209,14 +193,7 @@ fn serve_stdio_to_a_real_client() {
     let cfg = config(dir.path(), &format!("{}{}", ev("one"), ev("two")));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        use portico::client::Client;
-        use portico::schema::Implementation;
-        use portico::transport::child::ChildProcess;
-        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
-            .args(["serve", "-c", cfg.to_str().expect("utf-8")])
-            .spawn()
-            .expect("spawn");
-        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let (client, child) = common::serve_and_connect(&["serve", "-c", cfg.to_str().expect("utf-8")]).await;
         let tools = client.list_all_tools().await.expect("tools");
         assert!(tools.iter().any(|t| t.name == "one__add") && tools.iter().any(|t| t.name == "two__add"));
         let r = client.call_tool("two__add", serde_json::json!({"a": 20, "b": 22})).await.expect("call");
@@ -260,14 +237,7 @@ fn kill_9_right_after_the_answers_loses_no_record() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let calls = 64;
     rt.block_on(async {
-        use portico::client::Client;
-        use portico::schema::Implementation;
-        use portico::transport::child::ChildProcess;
-        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
-            .args(["serve", "-c", cfg.to_str().expect("utf-8")])
-            .spawn()
-            .expect("spawn");
-        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let (client, child) = common::serve_and_connect(&["serve", "-c", cfg.to_str().expect("utf-8")]).await;
         let all = (0..calls).map(|i| {
             let c = client.clone();
             async move { c.call_tool("ev__add", serde_json::json!({"a": i, "b": 1})).await }

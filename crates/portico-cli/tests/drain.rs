@@ -22,14 +22,8 @@ fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
     let cfg = write(dir.path(), "portico.toml", &text);
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (short, long, late, took) = rt.block_on(async {
-        use portico::client::Client;
-        use portico::schema::Implementation;
-        use portico::transport::child::ChildProcess;
-        let (transport, child) = ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
-            .args(["serve", "--drain-timeout", "1.5", "-c", cfg.to_str().expect("utf-8")])
-            .spawn()
-            .expect("spawn");
-        let client = Client::builder(Implementation::new("t", "1")).connect(transport).await.expect("connect");
+        let (client, child) =
+            common::serve_and_connect(&["serve", "--drain-timeout", "1.5", "-c", cfg.to_str().expect("utf-8")]).await;
         let sleep = |ms: u64| {
             let c = client.clone();
             tokio::spawn(async move { c.call_tool("ev__sleep", json!({ "ms": ms })).await })

@@ -40,3 +40,33 @@ pub fn run(cmd: &mut Command) -> (i32, String, String) {
         String::from_utf8_lossy(&stderr).into_owned(),
     )
 }
+
+/// The children of `pid`, from /proc.
+pub fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+/// Whether `pid` runs (a zombie does not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().and_then(|s| s.split_whitespace().next()) != Some("Z"))
+}
+
+/// `portico ARGS` as a child speaking MCP on its stdio, and a client connected to it.
+pub async fn serve_and_connect(args: &[&str]) -> (portico::client::Client, portico::transport::child::ChildHandle) {
+    let (transport, child) = portico::transport::child::ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
+        .args(args)
+        .spawn()
+        .expect("spawn portico");
+    let client = portico::client::Client::builder(portico::schema::Implementation::new("t", "1"))
+        .connect(transport)
+        .await
+        .expect("connect");
+    (client, child)
+}
