@@ -1,6 +1,7 @@
 //! An HTTP upstream that fails in the middle of calls, behind a fault-injecting front on
 //! loopback: a response cut off mid-body, a stream that never ends, redirects (followed only
-//! same-origin 307/308), and a server with a certificate nobody trusts. Each ends in a clear
+//! same-origin 307/308), connections reset before any answer, and a server with a certificate
+//! nobody trusts. Each ends in a clear
 //! error that names the server, and the next call, once the fault is gone, works.
 
 mod common;
@@ -238,4 +239,56 @@ async fn an_upstream_with_an_untrusted_certificate_is_refused_with_a_clear_error
     host.shutdown().await;
     let _ = tls.kill();
     let _ = tls.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_resets_connections_is_reported_then_recovers() {
+    // A listener that resets every connection before any response byte (SO_LINGER 0).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let resetting = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let _ = tcp.set_linger(Some(Duration::ZERO));
+            drop(tcp);
+        }
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = format!(
+        "[servers.web]\nurl = \"http://{addr}/mcp\"\nshared = true\nstartup_timeout = 5\n[servers.web.restart]\ninitial_backoff = 0.05\nmax_backoff = 0.2\nmax_restarts = 1000\n"
+    );
+    let host = Host::start(common::config_in(dir.path(), &cfg));
+    let upstream = host.upstream("web").expect("web");
+    let status = common::eventually(Duration::from_secs(20), || {
+        let s = upstream.status();
+        s.last_error.is_some().then_some(s)
+    })
+    .await
+    .unwrap_or_else(|| panic!("no error reported: {:?}", upstream.status()));
+    let error = status.last_error.unwrap_or_default();
+    assert!(error.to_lowercase().contains("reset") || error.contains("closed"), "the cause is named: {error}");
+    let r = host.call_tool("web__ping", json!({}), None).await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+
+    // The server comes back on the same port: the restarts with backoff find it.
+    resetting.abort();
+    let _ = resetting.await;
+    let listener = tokio::net::TcpListener::bind(addr).await.expect("rebind");
+    let endpoint = StreamableHttp::new(server()).build();
+    let back = tokio::spawn(async move {
+        let _ = endpoint.serve_with_shutdown(listener, std::future::pending()).await;
+    });
+    let ready = common::eventually(Duration::from_secs(20), || {
+        (upstream.status().state == portico_host::upstream::State::Ready).then_some(())
+    })
+    .await;
+    assert!(ready.is_some(), "never recovered: {:?}", upstream.status());
+    // Its tools join the registry once it has listed them.
+    let listed =
+        common::eventually(Duration::from_secs(10), || host.registry().tools.contains_key("web__ping").then_some(()))
+            .await;
+    assert!(listed.is_some(), "its tools never joined the registry");
+    let r = host.call_tool("web__ping", json!({}), None).await;
+    assert_eq!(common::text(&r), "pong", "{r:?}");
+    back.abort();
+    host.shutdown().await;
 }
