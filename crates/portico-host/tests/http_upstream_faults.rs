@@ -1,8 +1,8 @@
 //! An HTTP upstream that fails in the middle of calls, behind a fault-injecting front on
 //! loopback: a response cut off mid-body, a stream that never ends, redirects (followed only
 //! same-origin 307/308), connections reset before any answer, and a server with a certificate
-//! nobody trusts. Each ends in a clear
-//! error that names the server, and the next call, once the fault is gone, works.
+//! nobody trusts. Each ends in a clear error that names the server, and the next call, once the
+//! fault is gone, works.
 
 mod common;
 
@@ -248,7 +248,7 @@ async fn an_upstream_that_resets_connections_is_reported_then_recovers() {
     let addr = listener.local_addr().expect("addr");
     let resetting = tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
-            let _ = tcp.set_linger(Some(Duration::ZERO));
+            let _ = tcp.set_zero_linger();
             drop(tcp);
         }
     });
