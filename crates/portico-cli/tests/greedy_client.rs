@@ -1,0 +1,106 @@
+//! A downstream client that pipelines 10,000 tool calls into `portico serve` and does not read
+//! the answers: the gateway stops reading once its in-flight limit is reached (the client's
+//! writes then block on the full pipe), its memory stays bounded, and once the client reads,
+//! every call is answered.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{everything, portico, write};
+
+const CALLS: usize = 10_000;
+/// The gateway's resident memory while the client does not read (it is about 20 MB idle).
+const RSS_BOUND_KIB: u64 = 96 * 1024;
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answered() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = format!(
+        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n\
+         [servers.ev]\ncommand = {:?}\n",
+        everything().display().to_string()
+    );
+    let cfg = write(dir.path(), "portico.toml", &text);
+    let mut child = portico()
+        .args(["serve", "-c", cfg.to_str().expect("utf-8")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn portico");
+    let pid = child.id();
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+
+    // The handshake, read as a client must.
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"greedy","version":"1"}}}"#;
+    writeln!(stdin, "{init}").expect("initialize");
+    let answer = lines.next().expect("an answer").expect("read");
+    assert!(answer.contains("\"result\""), "{answer}");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("initialized");
+    // The tools are there once the upstream has started.
+    let started = Instant::now();
+    loop {
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"list","method":"tools/list"}}"#).expect("list");
+        let answer = lines.next().expect("an answer").expect("read");
+        if answer.contains("ev__add") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the upstream never started: {answer}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // 10,000 calls written from another thread; nobody reads.
+    let writer = std::thread::spawn(move || {
+        for i in 0..CALLS {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"ev__add","arguments":{{"a":{i},"b":1}}}}}}"#,
+                i + 1
+            );
+            if writeln!(stdin, "{call}").is_err() {
+                return i;
+            }
+        }
+        let _ = stdin.flush();
+        // Keep stdin open until the answers are read: closing it would end the session.
+        std::thread::sleep(Duration::from_secs(120));
+        CALLS
+    });
+    let mut peak = 0;
+    let watch = Instant::now();
+    while watch.elapsed() < Duration::from_secs(4) {
+        peak = peak.max(rss_kib(pid));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(peak > 0, "no RSS read for pid {pid}");
+    assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB while the client did not read");
+
+    // The client reads: every call is answered.
+    let mut answered = 0;
+    let reading = Instant::now();
+    while answered < CALLS {
+        assert!(reading.elapsed() < Duration::from_secs(120), "only {answered} of {CALLS} answers");
+        let line = lines.next().expect("an answer").expect("read");
+        if line.contains("\"result\"") && !line.contains("isError\":true") {
+            answered += 1;
+        } else {
+            panic!("not an answer: {line}");
+        }
+    }
+    eprintln!("greedy client: {CALLS} calls answered; gateway peak RSS while unread {peak} KiB");
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(writer);
+}
