@@ -3,23 +3,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
-use common::{alive, children, everything, portico, run, write};
+use common::{alive, children, config, ev, everything, portico, run, write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-/// A config that lets every call through (policy is tested on its own below).
-fn config(dir: &Path, servers: &str) -> PathBuf {
-    let text = format!(
-        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n{servers}"
-    );
-    write(dir, "portico.toml", &text)
-}
-
-fn ev(name: &str) -> String {
-    format!("[servers.{name}]\ncommand = {:?}\n", everything().display().to_string())
-}
 
 #[test]
 fn verbs_and_exit_codes() {

@@ -8,18 +8,13 @@ mod common;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{everything, portico, run, write};
+use common::{config, ev, portico, run};
 use serde_json::{Value, json};
 
 #[test]
 fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
     let dir = tempfile::tempdir().expect("tmp");
-    let text = format!(
-        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n\
-         [servers.ev]\ncommand = {:?}\n",
-        everything().display().to_string()
-    );
-    let cfg = write(dir.path(), "portico.toml", &text);
+    let cfg = config(dir.path(), &ev("ev"));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (short, long, late, took) = rt.block_on(async {
         let (client, child) =

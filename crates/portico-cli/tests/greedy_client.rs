@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{everything, portico, write};
+use common::{config, ev, portico};
 
 const CALLS: usize = 10_000;
 /// The gateway's resident memory while the client does not read (it is about 20 MB idle).
@@ -27,12 +27,7 @@ fn rss_kib(pid: u32) -> u64 {
 #[test]
 fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answered() {
     let dir = tempfile::tempdir().expect("tmp");
-    let text = format!(
-        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n\
-         [servers.ev]\ncommand = {:?}\n",
-        everything().display().to_string()
-    );
-    let cfg = write(dir.path(), "portico.toml", &text);
+    let cfg = config(dir.path(), &ev("ev"));
     let mut child = portico()
         .args(["serve", "-c", cfg.to_str().expect("utf-8")])
         .stdin(Stdio::piped())

@@ -70,3 +70,16 @@ pub async fn serve_and_connect(args: &[&str]) -> (portico::client::Client, porti
         .expect("connect");
     (client, child)
 }
+
+/// `portico.toml` in `dir` with a policy that lets every call through and `servers`.
+pub fn config(dir: &Path, servers: &str) -> PathBuf {
+    let text = format!(
+        "[gateway]\nstate_dir = \"state\"\nping_interval = 0\n\n[[policy.rules]]\ndecision = \"allow\"\n\n{servers}"
+    );
+    write(dir, "portico.toml", &text)
+}
+
+/// A `[servers.NAME]` table running Portico's `everything` example.
+pub fn ev(name: &str) -> String {
+    format!("[servers.{name}]\ncommand = {:?}\n", everything().display().to_string())
+}
