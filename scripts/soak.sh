@@ -15,6 +15,10 @@
 #                    afterwards, from /proc.
 #   slow-peers       connections trickling their headers (slowloris) and an SSE stream that is
 #                    never read, while a well-behaved client's latency is measured.
+#   gateway          64 calls in flight through the host across 5 stdio upstreams, one killed
+#                    every SOAK_GATEWAY_RESTART_SECS: failures only on killed upstreams, one
+#                    activity-log record per call, the chain verifies; RSS over time. The issue's
+#                    30-minute run: SOAK_GATEWAY_SECS=1800 SOAK_GATEWAY_RESTART_SECS=30.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -30,10 +34,12 @@ if [ "$mode" = short ]; then
   export SOAK_HTTP_CYCLES=${SOAK_HTTP_CYCLES:-2000} SOAK_HTTP_ABANDONED=${SOAK_HTTP_ABANDONED:-500}
   export SOAK_STDIO_ROUNDS=${SOAK_STDIO_ROUNDS:-20}
   export SOAK_SLOWLORIS=${SOAK_SLOWLORIS:-100} SOAK_SLOWLORIS_SECS=${SOAK_SLOWLORIS_SECS:-5}
+  export SOAK_GATEWAY_SECS=${SOAK_GATEWAY_SECS:-10} SOAK_GATEWAY_RESTART_SECS=${SOAK_GATEWAY_RESTART_SECS:-3}
 else
   export SOAK_HTTP_CYCLES=${SOAK_HTTP_CYCLES:-100000} SOAK_HTTP_ABANDONED=${SOAK_HTTP_ABANDONED:-20000}
   export SOAK_STDIO_ROUNDS=${SOAK_STDIO_ROUNDS:-500}
   export SOAK_SLOWLORIS=${SOAK_SLOWLORIS:-1000} SOAK_SLOWLORIS_SECS=${SOAK_SLOWLORIS_SECS:-40}
+  export SOAK_GATEWAY_SECS=${SOAK_GATEWAY_SECS:-300} SOAK_GATEWAY_RESTART_SECS=${SOAK_GATEWAY_RESTART_SECS:-30}
 fi
 
 # The same features as scripts/test.sh, so a CI run reuses the test build.
@@ -56,5 +62,6 @@ failed=0
 run http_server soak_http_session_churn || failed=1
 run soak soak_stdio_spawn_and_kill || failed=1
 run http_server soak_slow_peers || failed=1
+run soak soak_gateway_calls_with_restarts || failed=1
 echo "== soak ($mode): $((SECONDS - total)) s in all"
 exit "$failed"

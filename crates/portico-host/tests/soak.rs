@@ -108,3 +108,109 @@ async fn soak_stdio_spawn_and_kill() {
     assert!(orphans.is_empty(), "orphans still alive: {orphans:?}");
     assert_eq!(failed_as_expected, killed_mid_call, "every call on a killed server failed with a tool error");
 }
+
+/// The gateway's call path under load with upstreams restarting: `SOAK_GATEWAY_INFLIGHT` calls
+/// in flight (64) across 5 stdio upstreams for `SOAK_GATEWAY_SECS` seconds, one upstream killed
+/// with `SIGKILL` every `SOAK_GATEWAY_RESTART_SECS` seconds (the host restarts it). Calls that
+/// fail must all be to the upstream killed last; the activity log must hold exactly one record
+/// per call, and its chain must verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "soak: run by scripts/soak.sh"]
+async fn soak_gateway_calls_with_restarts() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use portico_host::audit::{AuditLog, RawAudit};
+    use portico_host::oversight::Supervisor;
+
+    let secs = soak_count("SOAK_GATEWAY_SECS", 20) as u64;
+    let inflight = soak_count("SOAK_GATEWAY_INFLIGHT", 64);
+    let every = soak_count("SOAK_GATEWAY_RESTART_SECS", 5) as u64;
+    let dir = tempfile::tempdir().expect("tmp");
+    let fast = "restart = { initial_backoff = 0.05, max_backoff = 0.5, max_restarts = 0 }";
+    let servers: String = (0..5).map(|i| everything(&format!("up{i}"), fast)).collect();
+    let config = config_in(dir.path(), &format!("[[policy.rules]]\ndecision = \"allow\"\n\n{servers}"));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let rss_start = rss_kib();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let failures: Arc<std::sync::Mutex<Vec<(usize, String)>>> = Arc::default();
+    let workers: Vec<_> = (0..inflight)
+        .map(|w| {
+            let (host, stop, ok, failed, failures) =
+                (host.clone(), stop.clone(), ok.clone(), failed.clone(), failures.clone());
+            tokio::spawn(async move {
+                let mut i = 0usize;
+                while !stop.load(Ordering::Relaxed) {
+                    let up = (w + i) % 5;
+                    let r = host.call_tool(&format!("up{up}__add"), json!({"a": w, "b": i}), None).await;
+                    if r.is_error == Some(true) {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        failures.lock().expect("lock").push((up, format!("{:?}", r.content)));
+                    } else {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut killed = Vec::new();
+    let mut samples = Vec::new();
+    let mut round = 0usize;
+    while started.elapsed() < Duration::from_secs(secs) {
+        tokio::time::sleep(Duration::from_secs(every).min(Duration::from_secs(secs).saturating_sub(started.elapsed())))
+            .await;
+        if started.elapsed() >= Duration::from_secs(secs) {
+            break;
+        }
+        samples.push(format!("{:.0}s {} MiB", started.elapsed().as_secs_f64(), rss_kib() / 1024));
+        let name = format!("up{}", round % 5);
+        if let Some(pid) = host.upstream(&name).and_then(|u| u.status().pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(i32::try_from(pid).expect("pid")),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            killed.push(round % 5);
+        }
+        round += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.await.expect("worker");
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let (ok, failed) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let report = log.verify().await.expect("verify");
+    let records = report.records;
+    let rss_end = rss_kib();
+    let failures = failures.lock().expect("lock").clone();
+    let innocent: Vec<_> = failures.iter().filter(|(up, _)| !killed.contains(up)).collect();
+    eprintln!(
+        "SOAK gateway: {secs} s, {inflight} in flight over 5 upstreams, {} killed: {ok} calls ok, {failed} failed \
+         ({:.0} calls/s); {} records, chain verified: {}; RSS {rss_start} → {rss_end} KiB",
+        killed.len(),
+        (ok + failed) as f64 / elapsed,
+        records,
+        report.first_bad_seq().is_none(),
+    );
+    eprintln!("SOAK gateway: RSS over time: {}", samples.join(", "));
+    if let Some((up, why)) = failures.first() {
+        eprintln!("SOAK gateway: first failure (up{up}): {why}");
+    }
+    assert!(
+        innocent.is_empty(),
+        "calls failed on upstreams that were never killed: {:?}",
+        &innocent[..innocent.len().min(3)]
+    );
+    assert_eq!(records, (ok + failed) as u64, "one record per call");
+    assert!(report.first_bad_seq().is_none(), "{report:?}");
+    host.shutdown().await;
+}
