@@ -1,7 +1,8 @@
-//! A downstream client that pipelines 10,000 tool calls into `portico serve` and does not read
-//! the answers: the gateway stops reading once its in-flight limit is reached (the client's
-//! writes then block on the full pipe), its memory stays bounded, and once the client reads,
-//! every call is answered.
+//! Abusive peers around `portico serve`: a downstream client that pipelines 10,000 tool calls
+//! and does not read the answers (the gateway stops reading at its in-flight limit, its memory
+//! stays bounded, and once the client reads every call is answered), and an upstream that floods
+//! progress and log notifications while another call is made (bounded memory; the other calls
+//! are answered, their latency printed).
 
 mod common;
 
@@ -98,4 +99,69 @@ fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answ
     let _ = child.kill();
     let _ = child.wait();
     drop(writer);
+}
+
+#[test]
+fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_answered() {
+    use portico::client::CallOptions;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &ev("ev"));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let (client, child) = common::serve_and_connect(&["serve", "-c", cfg.to_str().expect("utf-8")]).await;
+        let pid = child.pid();
+        let latencies = async |n: usize| {
+            let mut times = Vec::with_capacity(n);
+            for i in 0..n {
+                let t = Instant::now();
+                let r = tokio::time::timeout(
+                    Duration::from_secs(10),
+                    client.call_tool("ev__add", serde_json::json!({"a": i, "b": 1})),
+                )
+                .await
+                .expect("answered within 10 s")
+                .expect("call");
+                assert_eq!(r.is_error, None, "{r:?}");
+                times.push(t.elapsed());
+            }
+            times.sort_unstable();
+            (times[n / 2], times[n * 99 / 100])
+        };
+        let (idle_p50, idle_p99) = latencies(200).await;
+        // 50,000 steps, each a progress and a log notification, as fast as the upstream can.
+        let steps = 50_000;
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let options = CallOptions::new().with_progress(move |_| {
+            counter.fetch_add(1, Ordering::Relaxed);
+        });
+        let flood = {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client.call_tool_with("ev__countdown", serde_json::json!({ "steps": steps }), options).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (busy_p50, busy_p99) = latencies(200).await;
+        let peak = rss_kib(pid);
+        let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
+        let done = done.expect("countdown");
+        assert_eq!(done.is_error, None, "{done:?}");
+        let peak = peak.max(rss_kib(pid));
+        let progress = seen.load(Ordering::Relaxed);
+        eprintln!(
+            "flooding upstream: {steps} steps, {progress} progress notifications reached the client; gateway RSS {peak} KiB; \
+             ev__add latency idle p50 {:.2} ms p99 {:.2} ms, during the flood p50 {:.2} ms p99 {:.2} ms",
+            idle_p50.as_secs_f64() * 1e3,
+            idle_p99.as_secs_f64() * 1e3,
+            busy_p50.as_secs_f64() * 1e3,
+            busy_p99.as_secs_f64() * 1e3
+        );
+        assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
+        assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
+        client.close().await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), child.shutdown()).await;
+    });
 }
