@@ -1,5 +1,6 @@
 //! The activity log on real SQLite: appends, queries, redaction, the chain, retention,
-//! concurrency, and a full disk (a tiny tmpfs, when the test may mount one).
+//! concurrency, a full disk (a tiny tmpfs, when the test may mount one), and the file locked by
+//! another process.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt as _;
@@ -557,5 +558,66 @@ async fn sqlite_on_a_full_disk_refuses_clearly_and_loses_nothing() {
     assert_eq!(records.len(), accepted.len());
     let report = ok("verify", log.verify().await).await;
     assert!(report.ok(), "{report}");
+    ok("close", log.close().await).await;
+}
+
+/// The SQLite file locked by another process (`python3`'s sqlite3 module in an exclusive
+/// transaction) for longer than the store's busy timeout (10 s): with `on_failure = "buffer"`
+/// the appends made meanwhile go to the spool, the store is retried, and once the lock is gone
+/// the spool is replayed in order: every record is in the store once and the chain verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_by_another_process_is_outlasted_and_nothing_is_lost() {
+    use tokio::io::AsyncBufReadExt as _;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = open(dir.path(), "on_failure = \"buffer\"\nqueue_timeout = 30").await;
+    for i in 0..10 {
+        ok("append before the lock", log.append(entry(i)).await).await;
+    }
+    ok("flush", log.flush().await).await;
+    let db = dir.path().join("audit.db");
+    let hold = "import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+                c.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\ntime.sleep(12)\nc.execute('COMMIT')\n";
+    let spawned = tokio::process::Command::new("python3")
+        .args(["-c", hold])
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut python = match spawned {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("SKIPPED a_lock_held_by_another_process: cannot run python3: {e}");
+            return;
+        }
+    };
+    let mut lines = tokio::io::BufReader::new(python.stdout.take().unwrap_or_else(|| panic!("stdout"))).lines();
+    let said = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await;
+    assert!(matches!(said, Ok(Ok(Some(ref l))) if l == "locked"), "python3 did not take the lock: {said:?}");
+
+    // Appends while it is held: the first waits out the busy timeout, then they are spooled.
+    let mut saw_down = false;
+    for i in 10..30 {
+        ok("append during the lock", log.append(entry(i)).await).await;
+        let h = log.health();
+        saw_down |= !h.store_ok || h.backlog > 0;
+    }
+    assert!(saw_down, "the store was never reported down while locked: {:?}", log.health());
+    let status = tokio::time::timeout(Duration::from_secs(30), python.wait()).await;
+    assert!(matches!(status, Ok(Ok(s)) if s.success()), "python3: {status:?}");
+
+    // The lock is gone: the spool is replayed and the log is whole.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !(log.health().backlog == 0 && log.health().store_ok) {
+        assert!(tokio::time::Instant::now() < deadline, "the spool was not replayed: {:?}", log.health());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    ok("flush", log.flush().await).await;
+    let records = all(&log).await;
+    let mut ids: Vec<usize> =
+        records.iter().filter_map(|r| r.json()["jsonrpc.request.id"].as_str().and_then(|i| i.parse().ok())).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, (0..30).collect::<Vec<_>>(), "every record once");
+    let report = ok("verify", log.verify().await).await;
+    assert!(report.first_bad_seq().is_none(), "{report:?}");
     ok("close", log.close().await).await;
 }
