@@ -25,6 +25,11 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// A message without an id: a notification, not an answer.
+fn is_notification(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.get("id").is_none())
+}
+
 #[test]
 fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answered() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -50,7 +55,12 @@ fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answ
     let started = Instant::now();
     loop {
         writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"list","method":"tools/list"}}"#).expect("list");
-        let answer = lines.next().expect("an answer").expect("read");
+        let answer = loop {
+            let line = lines.next().expect("an answer").expect("read");
+            if !is_notification(&line) {
+                break line;
+            }
+        };
         if answer.contains("ev__add") {
             break;
         }
@@ -89,6 +99,9 @@ fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answ
     while answered < CALLS {
         assert!(reading.elapsed() < Duration::from_secs(120), "only {answered} of {CALLS} answers");
         let line = lines.next().expect("an answer").expect("read");
+        if is_notification(&line) {
+            continue; // `list_changed` as the upstream joins, and the like
+        }
         if line.contains("\"result\"") && !line.contains("isError\":true") {
             answered += 1;
         } else {
