@@ -16,7 +16,7 @@ fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = config(dir.path(), &ev("ev"));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let (short, long, late, took) = rt.block_on(async {
+    let (short, long, late, before, took) = rt.block_on(async {
         let (client, child) =
             common::serve_and_connect(&["serve", "--drain-timeout", "1.5", "-c", cfg.to_str().expect("utf-8")]).await;
         let sleep = |ms: u64| {
@@ -33,14 +33,26 @@ fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.pid()).expect("pid"));
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let late = client.call_tool("ev__sleep", json!({ "ms": 1 })).await;
+        // A call after the signal is refused; until the gateway has seen the signal (on a busy
+        // machine, a moment), one may still go through: those are counted.
+        let mut before = 0;
+        let late = loop {
+            let r = client.call_tool("ev__sleep", json!({ "ms": 1 })).await;
+            match &r {
+                Ok(ok) if ok.is_error.is_none() && before < 50 => {
+                    before += 1;
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                _ => break r,
+            }
+        };
         let short = tokio::time::timeout(Duration::from_secs(10), short).await.expect("short answered").expect("join");
         let long = tokio::time::timeout(Duration::from_secs(15), long).await.expect("long answered").expect("join");
         let took = signalled.elapsed();
         // The gateway exits by itself.
         let exited = tokio::time::timeout(Duration::from_secs(15), child.shutdown()).await;
         assert!(exited.is_ok(), "portico did not exit after SIGTERM");
-        (short, long, late, took)
+        (short, long, late, before, took)
     });
     let text = |r: &portico::schema::CallToolResult| {
         r.content.iter().filter_map(|c| c.as_text()).map(str::to_owned).collect::<Vec<_>>().join(" ")
@@ -69,9 +81,10 @@ fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
     };
     assert_eq!(status_of(700), ["success"], "{out}");
     assert_eq!(status_of(60_000), ["cancelled"], "{out}");
-    let mut quick = status_of(1);
-    quick.sort();
-    assert_eq!(quick, ["denied", "success"], "the warm-up call and the refused one: {out}");
+    let quick = status_of(1);
+    let count = |status: &str| quick.iter().filter(|s| *s == status).count();
+    assert_eq!(count("denied"), 1, "the refused call: {out}");
+    assert_eq!(count("success"), 1 + before, "the warm-up call and any made before the signal was seen: {out}");
     let (code, out, err) = run(portico().args(["log", "verify", "-c", c]).stdin(Stdio::null()));
     assert_eq!(code, 0, "{out}{err}");
 }
