@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use clap::Args;
 use portico::client::{CallOptions, Client};
@@ -27,7 +26,6 @@ pub(crate) fn paused() -> Arc<AtomicBool> {
 }
 
 /// How long `servers`, `tools` and the rest wait for upstreams to start.
-const STARTUP: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Args)]
 pub(crate) struct CallArgs {
@@ -106,8 +104,9 @@ impl Pending {
                 let supervisor = Arc::new(crate::supervisor(&config).await?);
                 let terminal = crate::ask_tty::attach(supervisor.approvals(), paused()).map(AbortOnDrop);
                 supervisor.attach_terminal(terminal.is_some());
+                let wait = config.startup_wait();
                 let host = Host::with_oversight(*config, supervisor.clone());
-                host.ready(STARTUP).await;
+                host.ready(wait).await;
                 Ok(Target::Host { host, supervisor, _terminal: terminal })
             }
             Pending::Direct(spec) => connect_direct(&spec).await,

@@ -8,7 +8,6 @@
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use portico::schema::Tool;
@@ -22,7 +21,6 @@ use crate::inspect::parse_pairs;
 use crate::{Failure, config_path};
 
 /// How long `explain` waits for the upstreams to start.
-const STARTUP: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PolicyCommand {
@@ -242,7 +240,7 @@ async fn explain(config: Option<&Path>, args: ExplainArgs) -> Result<(), Failure
     let needs_registry = matches!(method, Method::CallTool | Method::GetPrompt | Method::ReadResource);
     let registry = if needs_registry {
         let host = Host::start(config.clone());
-        host.ready(STARTUP).await;
+        host.ready(config.startup_wait()).await;
         let registry = host.registry();
         host.shutdown().await;
         registry

@@ -245,3 +245,23 @@ fn kill_9_right_after_the_answers_loses_no_record() {
     let (code, out, err) = run(portico().args(["log", "verify", "-c", c]).stdin(Stdio::null()));
     assert_eq!(code, 0, "the chain verifies after the crash: {out}{err}");
 }
+
+#[test]
+fn one_shot_verbs_wait_for_upstreams_only_as_long_as_the_config_says() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // A server that never answers its handshake, allowed 2 s to start.
+    let silent = "import time\ntime.sleep(60)";
+    let servers = format!(
+        "{}[servers.silent]\ncommand = \"python3\"\nargs = [\"-c\", {silent:?}]\nstartup_timeout = 2\n",
+        ev("ev")
+    );
+    let cfg = config(dir.path(), &servers);
+    let started = Instant::now();
+    let (code, out, err) =
+        run(portico().args(["call", "ev__add", "a=1", "b=2", "-c", cfg.to_str().expect("utf-8")]).stdin(Stdio::null()));
+    let took = started.elapsed();
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains('3'), "{out}");
+    // Not the 30 s it used to wait whatever the config said.
+    assert!(took < Duration::from_secs(20), "waited {took:?} for a server allowed 2 s");
+}

@@ -233,11 +233,14 @@ impl Host {
         read(&self.inner.config).clone()
     }
 
-    /// Waits until every enabled, non-lazy upstream is ready or has failed, at most `within`.
+    /// Waits until every enabled, non-lazy upstream is ready or has failed, at most `within`,
+    /// and for each at most its own `startup_timeout` (and a second): one that did not start in
+    /// that time goes on restarting in the background, but is not waited for.
     pub async fn ready(&self, within: Duration) {
         let ups: Vec<Upstream> =
             read(&self.inner.upstreams).values().filter(|u| u.config().enabled && !u.config().lazy).cloned().collect();
-        futures_util::future::join_all(ups.iter().map(|u| u.wait_settled(within))).await;
+        let own = |u: &Upstream| within.min(u.config().startup_timeout + Duration::from_secs(1));
+        futures_util::future::join_all(ups.iter().map(|u| u.wait_settled(own(u)))).await;
         // Let the registry catch up with what they listed.
         let target = *self.inner.changes.borrow();
         let mut rx = self.inner.rebuilt.subscribe();

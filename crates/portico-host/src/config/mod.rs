@@ -66,6 +66,15 @@ pub struct Config {
     pub auth: Option<AuthConfig>,
 }
 
+impl Config {
+    /// How long a one-shot command waits for the upstreams' first start: the longest
+    /// `startup_timeout` among the servers (30 s with none), so a slow server configured to
+    /// take longer is waited for, and nobody waits longer than the config allows.
+    pub fn startup_wait(&self) -> Duration {
+        self.servers.values().map(|s| s.startup_timeout).max().unwrap_or(Duration::from_secs(30))
+    }
+}
+
 /// `[auth]`, validated.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
