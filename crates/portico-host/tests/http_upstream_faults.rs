@@ -176,6 +176,14 @@ async fn cut_off_hung_and_redirected_calls_end_clearly_and_the_next_call_works()
     host.shutdown().await;
 }
 
+/// The first error the upstream `name` reports (within 30 s).
+async fn first_error(host: &Host, name: &str) -> String {
+    let upstream = host.upstream(name).expect("configured");
+    common::eventually(Duration::from_secs(30), || upstream.status().last_error)
+        .await
+        .unwrap_or_else(|| panic!("no error reported: {:?}", upstream.status()))
+}
+
 /// A TLS server with a self-signed certificate: `openssl s_server` (Debian's openssl), or
 /// `None` when the binary is missing.
 fn untrusted_tls_server(dir: &std::path::Path) -> Option<(std::process::Child, u16)> {
@@ -224,14 +232,7 @@ async fn an_upstream_with_an_untrusted_certificate_is_refused_with_a_clear_error
         "[servers.tls]\nurl = \"https://127.0.0.1:{port}/mcp\"\nshared = true\nstartup_timeout = 5\n[servers.tls.restart]\ninitial_backoff = 0.05\nmax_restarts = 1\n"
     );
     let host = Host::start(common::config_in(dir.path(), &cfg));
-    let upstream = host.upstream("tls").expect("tls");
-    let status = common::eventually(Duration::from_secs(30), || {
-        let s = upstream.status();
-        s.last_error.is_some().then_some(s)
-    })
-    .await
-    .unwrap_or_else(|| panic!("no error reported: {:?}", upstream.status()));
-    let error = status.last_error.unwrap_or_default().to_lowercase();
+    let error = first_error(&host, "tls").await.to_lowercase();
     eprintln!("the upstream's error: {error}");
     assert!(error.contains("certificate") || error.contains("tls"), "the error says it is the certificate: {error}");
     let r = host.call_tool("tls__anything", json!({}), None).await;
@@ -258,13 +259,7 @@ async fn an_upstream_that_resets_connections_is_reported_then_recovers() {
     );
     let host = Host::start(common::config_in(dir.path(), &cfg));
     let upstream = host.upstream("web").expect("web");
-    let status = common::eventually(Duration::from_secs(20), || {
-        let s = upstream.status();
-        s.last_error.is_some().then_some(s)
-    })
-    .await
-    .unwrap_or_else(|| panic!("no error reported: {:?}", upstream.status()));
-    let error = status.last_error.unwrap_or_default();
+    let error = first_error(&host, "web").await;
     assert!(error.to_lowercase().contains("reset") || error.contains("closed"), "the cause is named: {error}");
     let r = host.call_tool("web__ping", json!({}), None).await;
     assert_eq!(r.is_error, Some(true), "{r:?}");
