@@ -185,3 +185,88 @@ async fn requests_wait_until_initialized_is_taken_and_the_get_stream_is_open() {
     assert!(at("GET answered") < at("tools/list received"), "tools/list overtook the GET stream: {seen:?}");
     client.close().await;
 }
+
+/// One HTTP/1.1 request off a raw connection: its method and JSON body (`None` at EOF).
+async fn read_request(conn: &mut tokio::io::BufReader<tokio::net::TcpStream>) -> Option<(String, Value)> {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut line = String::new();
+    conn.read_line(&mut line).await.ok().filter(|n| *n > 0)?;
+    let method = line.split(' ').next().unwrap_or_default().to_owned();
+    let mut length = 0;
+    loop {
+        line.clear();
+        conn.read_line(&mut line).await.ok().filter(|n| *n > 0)?;
+        if line == "\r\n" {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    conn.read_exact(&mut body).await.ok()?;
+    Some((method, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+}
+
+/// A raw server that drops the connection a `tools/call` first arrives on without a word (the
+/// keep-alive race: the server closed the connection the client's pool handed out), and answers
+/// everything else. Counts the `tools/call`s it read.
+async fn dropping_server(listener: tokio::net::TcpListener, calls: Arc<Mutex<u32>>) {
+    use tokio::io::AsyncWriteExt;
+    while let Ok((stream, _)) = listener.accept().await {
+        let calls = calls.clone();
+        tokio::spawn(async move {
+            let mut conn = tokio::io::BufReader::new(stream);
+            while let Some((method, msg)) = read_request(&mut conn).await {
+                let (status, body) = match (method.as_str(), msg["method"].as_str()) {
+                    ("POST", Some("initialize")) => (
+                        "200 OK",
+                        json!({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "raw", "version": "0"}}})
+                        .to_string(),
+                    ),
+                    ("POST", Some("tools/call")) => {
+                        let first = {
+                            let mut n = calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            *n += 1;
+                            *n == 1
+                        };
+                        if first {
+                            return; // the connection closes, the request unanswered
+                        }
+                        let result = json!({"content": [{"type": "text", "text": "answered"}]});
+                        ("200 OK", json!({"jsonrpc": "2.0", "id": msg["id"], "result": result}).to_string())
+                    }
+                    ("POST", _) => ("202 Accepted", String::new()),
+                    _ => ("405 Method Not Allowed", String::new()),
+                };
+                let head = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nmcp-session-id: s-1\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                );
+                if conn.get_mut().write_all(format!("{head}{body}").as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+#[tokio::test]
+async fn a_request_on_a_connection_the_server_closed_is_sent_once_more() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let calls = Arc::new(Mutex::new(0));
+    let server = tokio::spawn(dropping_server(listener, calls.clone()));
+    let client = connect(&url).await;
+    let r = tokio::time::timeout(Duration::from_secs(10), client.call_tool("ping", json!({})))
+        .await
+        .expect("in time")
+        .expect("answered on the second try");
+    assert_eq!(serde_json::to_value(&r).expect("json")["content"][0]["text"], "answered");
+    assert_eq!(*calls.lock().expect("lock"), 2, "sent twice: once into the closed connection, once more");
+    server.abort();
+}

@@ -37,7 +37,7 @@ pub(super) async fn send(
                 req.headers_mut().insert(DPOP, proof);
             }
         }
-        let resp = shared.http.execute(req).await.map_err(SendError::Http)?;
+        let resp = super::shared::execute(&shared.http, req).await?;
         if let Some(nonce) = resp.headers().get(DPOP_NONCE).and_then(|v| v.to_str().ok()) {
             auth.resource_nonce(nonce.to_owned()).await;
         }

@@ -167,7 +167,8 @@ impl Shared {
         if let Some(auth) = &self.auth {
             return super::authorized::send(self, auth, rb).await;
         }
-        rb.send().await.map_err(SendError::Http)
+        let request = rb.build().map_err(SendError::Http)?;
+        execute(&self.http, request).await
     }
 
     /// Hands a message to the reader (waits while the client is behind: backpressure).
@@ -325,4 +326,51 @@ pub(super) async fn read_body(mut resp: reqwest::Response, limit: usize) -> Resu
 /// Reads and discards a (small) body so the connection can be reused.
 pub(super) async fn drain(resp: reqwest::Response) {
     let _ = read_body(resp, 64 * 1024).await;
+}
+
+/// Sends `request`, and sends it once more when the connection it went out on was closed by the
+/// server before any answer began (hyper's "connection closed before message completed", or a
+/// reset while writing it).
+///
+/// That is the keep-alive race: the pool hands out an idle connection the server has just
+/// closed (it restarted, or timed the connection out), and the request is written into a socket
+/// no handler reads. Browsers resend any request, a `POST` included, in that case when the
+/// connection was a reused one, and so does this client; reqwest does not say whether a
+/// connection was reused, so the rule here is "once, at once". A connection that could not be
+/// made at all is not retried (the server is down; the caller's backoff handles it).
+pub(super) async fn execute(http: &reqwest::Client, request: reqwest::Request) -> Result<reqwest::Response, SendError> {
+    let again = request.try_clone();
+    match http.execute(request).await {
+        Err(e) if closed_before_answer(&e) => match again {
+            Some(again) => {
+                tracing::debug!("the connection was closed before an answer began: sending once more ({e})");
+                http.execute(again).await.map_err(SendError::Http)
+            }
+            None => Err(SendError::Http(e)),
+        },
+        other => other.map_err(SendError::Http),
+    }
+}
+
+/// Whether `e` is a connection that closed before any of the answer arrived (not a timeout, not a
+/// connection that could not be made).
+fn closed_before_answer(e: &reqwest::Error) -> bool {
+    if e.is_timeout() || e.is_connect() || e.is_body() || e.is_decode() || e.is_status() {
+        return false;
+    }
+    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(cause) = next {
+        if let Some(h) = cause.downcast_ref::<hyper::Error>()
+            && h.is_incomplete_message()
+        {
+            return true;
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && matches!(io.kind(), std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        next = cause.source();
+    }
+    false
 }
