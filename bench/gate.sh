@@ -10,6 +10,7 @@
 #                                  # that moved the counts, saying why in the message)
 #   bench/gate.sh --threshold 3    # another threshold, in percent
 #   bench/gate.sh --only list,echo-stateless
+#   bench/gate.sh --only gateway   # `portico serve`'s call path: policy → upstream → activity log
 #
 # Needs valgrind and python3. Counts are of one machine's build (compiler, glibc, CPU features
 # picked at run time by memcpy and friends): update the baseline on the machine that checks it.
@@ -36,6 +37,10 @@ for l in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "icount" and m.get("executable"):
         print(m["executable"])')
 [[ -x "$bin" ]] || { echo "could not build the icount bench" >&2; exit 70; }
+# The `gateway` scenario's upstream: the bench server, a child process callgrind does not follow
+# (only the gateway is counted).
+cargo build -q --release -p portico-bench --bin bench-server
+export PORTICO_GATE_UPSTREAM="$CARGO_TARGET_DIR/release/bench-server"
 
 exec python3 - "$bin" "$update" "$threshold" "$only" <<'PY'
 import json, os, re, subprocess, sys, tempfile
@@ -48,6 +53,7 @@ SCENARIOS = {
     "list": (4, 24, 1),
     "http-stateless": (50, 450, 1),
     "http-handshake": (50, 450, 1),
+    "gateway": (4, 24, 64),
 }
 if only:
     SCENARIOS = {k: v for k, v in SCENARIOS.items() if k in only.split(",")}

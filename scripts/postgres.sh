@@ -7,6 +7,7 @@
 #   scripts/postgres.sh start            # prints PGDIR=<dir> and PGURL=postgres://postgres@127.0.0.1:<port>/postgres
 #   scripts/postgres.sh stop DIR         # stops it; the data stays
 #   scripts/postgres.sh start-again DIR  # starts it again, same port
+#   scripts/postgres.sh kill DIR         # SIGKILLs the server and all its processes (a crash)
 #   scripts/postgres.sh destroy DIR      # stops it and removes DIR
 #
 # Exit 69 when PostgreSQL is missing and cannot be installed (not root).
@@ -98,6 +99,19 @@ case "$cmd" in
         dir="${2:?usage: postgres.sh stop DIR}"
         as_pg "$(pg_bin)/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null
         ;;
+    kill)
+        dir="${2:?usage: postgres.sh kill DIR}"
+        pid="$(head -n 1 "$dir/data/postmaster.pid")"
+        # Freeze the postmaster so it cannot restart its children, kill them, then it: no
+        # process of the cluster runs on, nothing is shut down cleanly.
+        kill -STOP "$pid"
+        pkill -KILL -P "$pid" || true
+        kill -KILL "$pid"
+        for _ in $(seq 1 200); do
+            kill -0 "$pid" 2>/dev/null || pgrep -P "$pid" >/dev/null || break
+            sleep 0.05
+        done
+        ;;
     start-again)
         dir="${2:?usage: postgres.sh start-again DIR}"
         run "$(pg_bin)" "$dir"
@@ -114,7 +128,7 @@ case "$cmd" in
         rm -rf "$dir"
         ;;
     *)
-        echo "usage: postgres.sh start | stop DIR | start-again DIR | destroy DIR" >&2
+        echo "usage: postgres.sh start | stop DIR | kill DIR | start-again DIR | destroy DIR" >&2
         exit 64
         ;;
 esac

@@ -13,7 +13,11 @@
 //! - `list`: one `tools/list` (1002 tools) per round, handshake era;
 //! - `http-stateless`: one stateless `POST /mcp` echo per round through Portico's Streamable HTTP
 //!   router (`HttpEndpoint::router`, called as a tower service: the HTTP layer without sockets);
-//! - `http-handshake`: the same within one session (`initialize` first).
+//! - `http-handshake`: the same within one session (`initialize` first);
+//! - `gateway`: `echo-handshake` through the gateway (`portico_host::gateway::Gateway`, the
+//!   server `portico serve` runs) with the activity log on (SQLite, the default), its one
+//!   upstream the `bench-server stdio` binary named by `PORTICO_GATE_UPSTREAM` (a child
+//!   process: callgrind counts the gateway alone, policy → upstream → audit included).
 //!
 //! With ROUNDS = 0 only the set-up runs. Any unexpected response panics (the count would be
 //! meaningless).
@@ -28,8 +32,11 @@ use tower::ServiceExt;
 const WINDOW: u64 = 64;
 
 async fn pipelined(rounds: u64, version: Option<&str>) {
-    let stateless = version.is_none();
     let mut c = Client::with_version(version).await;
+    pipelined_on(&mut c, rounds, version.is_none()).await;
+}
+
+async fn pipelined_on(c: &mut Client, rounds: u64, stateless: bool) {
     let mut id = 1;
     for _ in 0..rounds {
         for i in 0..WINDOW {
@@ -45,6 +52,37 @@ async fn pipelined(rounds: u64, version: Option<&str>) {
         assert_eq!(seen, (id..id + WINDOW).sum::<u64>());
         id += WINDOW;
     }
+}
+
+async fn gateway(rounds: u64) {
+    use std::time::Duration;
+
+    use portico_host::config;
+    let upstream = std::env::var("PORTICO_GATE_UPSTREAM")
+        .expect("PORTICO_GATE_UPSTREAM: the path of the bench-server binary (bench/gate.sh sets it)");
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[gateway]\nstate_dir = {:?}\nping_interval = 0\n\n[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.bench]\ncommand = {upstream:?}\nargs = [\"stdio\"]\nprefix = \"\"\n",
+        dir.path().join("state").display().to_string()
+    );
+    let (raw, warnings) = config::parse_toml(&text).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let config = config::validate(raw, dir.path(), &config::expand::Environment).unwrap();
+    // What `portico serve` runs: the supervisor (policy, approvals) with the activity log.
+    let log = portico_host::audit::AuditLog::open(&config.audit, &config.gateway.state_dir).await.unwrap();
+    let supervisor = std::sync::Arc::new(portico_host::oversight::Supervisor::new(&config).unwrap().with_audit(log));
+    let host = portico_host::Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = portico_host::gateway::Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(60)).await;
+    assert!(host.registry().tools.contains_key("echo"), "the upstream's echo is in the registry");
+    let mut c = Client::over(gateway.server(), Some("2025-11-25")).await;
+    pipelined_on(&mut c, rounds, false).await;
+    host.shutdown().await;
+    let log = supervisor.audit().unwrap();
+    log.close().await.unwrap();
+    assert_eq!(log.health().backlog, 0);
 }
 
 async fn list(rounds: u64) {
@@ -106,7 +144,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
         eprintln!(
-            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake ROUNDS"
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway ROUNDS"
         );
         std::process::exit(64);
     };
@@ -119,6 +157,7 @@ fn main() {
             "list" => list(rounds).await,
             "http-stateless" => http(rounds, true).await,
             "http-handshake" => http(rounds, false).await,
+            "gateway" => gateway(rounds).await,
             other => {
                 eprintln!("unknown scenario {other}");
                 std::process::exit(64);
@@ -126,6 +165,6 @@ fn main() {
         }
     });
     // One op per round, except the pipelined echoes: WINDOW per round.
-    let per_round = if scenario.starts_with("echo-") { WINDOW } else { 1 };
+    let per_round = if scenario.starts_with("echo-") || scenario == "gateway" { WINDOW } else { 1 };
     println!("{scenario}: {} ops", rounds * per_round);
 }

@@ -216,8 +216,13 @@ pub mod inproc {
 
         /// After an `initialize` of `version` (none: no handshake, the 2026-07-28 era).
         pub async fn with_version(version: Option<&str>) -> Client {
-            let (client, server) = pair();
-            let conn = crate::server().connect(server);
+            Client::over(&crate::server(), version).await
+        }
+
+        /// The same, connected to `server` (the gateway's, in the `gateway` scenario).
+        pub async fn over(server: &portico::server::Server, version: Option<&str>) -> Client {
+            let (client, server_end) = pair();
+            let conn = server.connect(server_end);
             let (r, w) = client.split();
             let mut c = Client { r, w, _server: conn };
             if let Some(version) = version {

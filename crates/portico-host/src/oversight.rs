@@ -593,7 +593,7 @@ fn ended(e: &mut Entry, outcome: &Outcome<'_>) {
                 _ => (Ok(Value::Null), false, false),
             };
             if let Ok(v) = value {
-                e.response_bytes = serde_json::to_vec(&v).ok().map(|b| b.len() as u64);
+                e.response_bytes = Some(crate::audit::record::json_len(&v) as u64);
                 e.result = Some(v);
             }
             if is_error {

@@ -1,6 +1,7 @@
 //! The activity log on a real Postgres (a throwaway cluster from `scripts/postgres.sh`),
 //! including the server stopped and started again mid-run: `fail-closed` refuses appends and
-//! loses none it took; `buffer` takes them all, spools them, and replays them in order.
+//! loses none it took; `buffer` takes them all, spools them, and replays them in order; and the
+//! server killed (SIGKILL) under concurrent appends: none lost, none twice.
 //!
 //! Skipped (with the reason printed) when Postgres is unavailable and
 //! `PORTICO_REQUIRE_POSTGRES` is unset; fails when it is set.
@@ -64,6 +65,11 @@ impl Cluster {
 
     fn stop(&self) {
         self.run("stop");
+    }
+
+    /// SIGKILL, the postmaster and every backend: a crash, not a shutdown.
+    fn kill(&self) {
+        self.run("kill");
     }
 
     fn start_again(&self) {
@@ -297,6 +303,63 @@ async fn postgres_stopped_mid_run_buffer_spools_and_replays_in_order() {
     must("flush", log.flush().await).await;
     let records = all(&log).await;
     assert_eq!(request_ids(&records), (0..51).collect::<Vec<_>>(), "in order");
+    must("close", log.close().await).await;
+    let report = must("verify", log.verify().await).await;
+    assert!(report.ok(), "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_killed_mid_run_buffer_loses_no_record_and_writes_none_twice() {
+    let Some(pg) = Cluster::start("postgres_killed_mid_run_buffer_loses_no_record_and_writes_none_twice") else {
+        return;
+    };
+    let state = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = open(&pg.url, state.path(), "on_failure = \"buffer\"\ncheckpoint_every = 16").await;
+    // Four appenders, each with its own ids, until told to stop (bounded: 20 s at most).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut appenders = Vec::new();
+    for a in 0..4usize {
+        let (log, stop) = (log.clone(), stop.clone());
+        appenders.push(tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            let mut taken = Vec::new();
+            let mut i = a;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                match log.append(entry(i)).await {
+                    Ok(()) => taken.push(i),
+                    Err(e) => panic!("append {i} with `buffer`: {e}"),
+                }
+                i += 4;
+            }
+            taken
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let before = log.health();
+    assert!(before.store_ok, "{before:?}");
+    pg.kill();
+    wait_until("the store is seen down", 10, || !log.health().store_ok).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    pg.start_again();
+    wait_until("the spool is replayed", 30, || log.health().backlog == 0 && log.health().store_ok).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut taken = Vec::new();
+    for a in appenders {
+        taken.extend(a.await.unwrap_or_else(|e| panic!("appender: {e}")));
+    }
+    must("flush", log.flush().await).await;
+    let records = all(&log).await;
+    let mut ids = request_ids(&records);
+    assert_eq!(ids.len(), records.len(), "every record has its id");
+    ids.sort_unstable();
+    taken.sort_unstable();
+    let distinct: BTreeSet<usize> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "no record written twice");
+    assert_eq!(ids, taken, "every append taken is in the store, and nothing else");
+    let seqs: Vec<u64> = records.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, (1..=records.len() as u64).collect::<Vec<_>>(), "seq has no gap");
+    eprintln!("killed mid-run: {} records, all in the store once", records.len());
     must("close", log.close().await).await;
     let report = must("verify", log.verify().await).await;
     assert!(report.ok(), "{report}");

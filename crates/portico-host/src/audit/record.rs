@@ -411,6 +411,48 @@ fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// The length of `v`'s compact JSON (as `serde_json::to_vec` writes it, which is as long as its
+/// canonical JSON: only the key order differs), counted without writing it.
+pub fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    fn str_len(s: &str) -> usize {
+        s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+                0..=0x1f => 6,
+                _ => 1,
+            })
+            .sum::<usize>()
+            + 2
+    }
+    match v {
+        Value::Null => 4,
+        Value::Bool(b) => {
+            if *b {
+                4
+            } else {
+                5
+            }
+        }
+        Value::Number(n) => {
+            let mut c = Count(0);
+            let _ = write!(c, "{n}");
+            c.0
+        }
+        Value::String(s) => str_len(s),
+        Value::Array(items) => 2 + items.len().saturating_sub(1) + items.iter().map(json_len).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map.len().saturating_sub(1) + map.iter().map(|(k, v)| str_len(k) + 1 + json_len(v)).sum::<usize>()
+        }
+    }
+}
+
 /// `v` as canonical JSON.
 pub fn canonical_json(v: &Value) -> String {
     let mut s = String::new();
@@ -557,6 +599,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn json_len_is_the_length_serde_json_writes() {
+        let v = json!({"b": [1, -2.5, 1e300, null, true, false], "a\"\n\u{1}": "x\\y\u{8}\u{c}\t\r é",
+            "c": {}, "d": [], "e": {"f": [{"g": 18446744073709551615u64}]}});
+        assert_eq!(json_len(&v), serde_json::to_vec(&v).map(|b| b.len()).unwrap_or(0));
+        assert_eq!(json_len(&v), canonical_json(&v).len());
+    }
 
     #[test]
     fn canonical_sorts_keys_and_drops_whitespace() {

@@ -57,7 +57,25 @@ pub fn format_micros(us: i64) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z", sod / 3600, sod % 3600 / 60, sod % 60)
+    if !(0..=9999).contains(&y) {
+        return format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:06}Z", sod / 3600, sod % 3600 / 60, sod % 60);
+    }
+    // Every record writes two or three of these: digits by hand, not through `format!`.
+    let mut out = *b"0000-00-00T00:00:00.000000Z";
+    let mut put = |at: usize, width: usize, mut v: i64| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, y);
+    put(5, 2, m);
+    put(8, 2, d);
+    put(11, 2, sod / 3600);
+    put(14, 2, sod % 3600 / 60);
+    put(17, 2, sod % 60);
+    put(20, 6, frac);
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 /// Parses RFC 3339 (`2026-05-01T12:00:00Z`, with any fraction and a `Z` or `±HH:MM` offset; a
