@@ -382,27 +382,42 @@ fn write_members<'a>(out: &mut String, members: impl Iterator<Item = (&'a String
     }
 }
 
+/// For each byte: 0 when it stands as it is in a JSON string, else the letter of its short escape
+/// (`"` `\\` `b` `f` `n` `r` `t`), or `u` for `\u00XX`.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = b'u';
+        b += 1;
+    }
+    t[0x08] = b'b';
+    t[0x0c] = b'f';
+    t[b'\n' as usize] = b'n';
+    t[b'\r' as usize] = b'r';
+    t[b'\t' as usize] = b't';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
 fn write_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let esc: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0x08 => Some("\\b"),
-            0x0c => Some("\\f"),
-            0..=0x1f => None,
-            _ => continue,
-        };
+    // Most strings need no escape: find the next byte that does by table, copy runs whole.
+    while let Some(off) = bytes[start..].iter().position(|&b| ESCAPE[usize::from(b)] != 0) {
+        let i = start + off;
         out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => {
+        let b = bytes[i];
+        match ESCAPE[usize::from(b)] {
+            b'u' => {
                 let _ = write!(out, "\\u{b:04x}");
+            }
+            e => {
+                out.push('\\');
+                out.push(char::from(e));
             }
         }
         start = i + 1;
@@ -423,10 +438,10 @@ pub fn json_len(v: &Value) -> usize {
     }
     fn str_len(s: &str) -> usize {
         s.bytes()
-            .map(|b| match b {
-                b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
-                0..=0x1f => 6,
-                _ => 1,
+            .map(|b| match ESCAPE[usize::from(b)] {
+                0 => 1,
+                b'u' => 6,
+                _ => 2,
             })
             .sum::<usize>()
             + 2
@@ -542,52 +557,58 @@ pub(crate) fn prepare(entry: Entry, id: String, redactor: &Redactor, now_us: i64
 
     redactor.redact(&mut f);
 
-    // Cut each field at the cap (in its canonical JSON), and say which were cut.
+    // Cut each field at the cap (in its canonical JSON), and say which were cut. A field written
+    // out to be measured and kept whole is not written again below.
     let cap = redactor.max_field_bytes();
-    let mut scratch = String::new();
+    let mut written: Vec<Option<String>> = Vec::with_capacity(f.len() + 1);
     let mut cut = Map::new();
-    if cap > 0 {
-        for (k, v) in &mut f {
-            if matches!(*k, keys::ID | keys::START | keys::METHOD | keys::STATUS)
-                || matches!(v, Value::Number(_) | Value::Bool(_))
-            {
-                continue;
+    for (k, v) in &mut f {
+        let small = matches!(*k, keys::ID | keys::START | keys::METHOD | keys::STATUS)
+            || matches!(v, Value::Number(_) | Value::Bool(_))
+            || matches!(v, Value::String(s) if s.len() * 6 + 2 <= cap);
+        if cap == 0 || small {
+            written.push(None);
+            continue;
+        }
+        let mut text = String::new();
+        write_canonical(&mut text, v);
+        if text.len() > cap {
+            let mut end = cap;
+            while !text.is_char_boundary(end) {
+                end -= 1;
             }
-            if matches!(v, Value::String(s) if s.len() * 6 + 2 <= cap) {
-                continue;
-            }
-            scratch.clear();
-            write_canonical(&mut scratch, v);
-            if scratch.len() > cap {
-                let mut end = cap;
-                while !scratch.is_char_boundary(end) {
-                    end -= 1;
-                }
-                cut.insert(format!("/{}", k.replace('~', "~0").replace('/', "~1")), Value::from(scratch.len()));
-                *v = Value::String(scratch[..end].to_owned());
-            }
+            cut.insert(format!("/{}", k.replace('~', "~0").replace('/', "~1")), Value::from(text.len()));
+            text.truncate(end);
+            *v = Value::String(text);
+            written.push(None);
+        } else {
+            written.push(Some(text));
         }
     }
     if !cut.is_empty() {
         f.push((keys::AUDIT_TRUNCATED, Value::Object(cut)));
+        written.push(None);
     }
     let columns = Columns::from_fields(|k| get(&f, k))?;
-    f.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut fields: Vec<((&'static str, Value), Option<String>)> = f.into_iter().zip(written).collect();
+    fields.sort_unstable_by(|a, b| a.0.0.cmp(b.0.0));
 
     let mut head = String::with_capacity(1024);
     head.push('{');
     let mut tail = String::with_capacity(256);
-    for (k, v) in &f {
+    for ((k, v), text) in &fields {
+        let out = if *k < keys::SEQ { &mut head } else { &mut tail };
+        if *k >= keys::SEQ {
+            out.push(',');
+        }
+        write_str(out, k);
+        out.push(':');
+        match text {
+            Some(t) => out.push_str(t),
+            None => write_canonical(out, v),
+        }
         if *k < keys::SEQ {
-            write_str(&mut head, k);
-            head.push(':');
-            write_canonical(&mut head, v);
-            head.push(',');
-        } else {
-            tail.push(',');
-            write_str(&mut tail, k);
-            tail.push(':');
-            write_canonical(&mut tail, v);
+            out.push(',');
         }
     }
     tail.push('}');
@@ -606,6 +627,16 @@ mod tests {
             "c": {}, "d": [], "e": {"f": [{"g": 18446744073709551615u64}]}});
         assert_eq!(json_len(&v), serde_json::to_vec(&v).map(|b| b.len()).unwrap_or(0));
         assert_eq!(json_len(&v), canonical_json(&v).len());
+    }
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let every: String = (0u8..=0x7f).map(char::from).chain("é€😀".chars()).collect();
+        for s in [every.as_str(), "", "plain", "\"", "a\\b"] {
+            let v = Value::String(s.to_owned());
+            assert_eq!(canonical_json(&v), serde_json::to_string(&v).unwrap_or_default(), "{s:?}");
+            assert_eq!(json_len(&v), canonical_json(&v).len());
+        }
     }
 
     #[test]
