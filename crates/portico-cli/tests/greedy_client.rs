@@ -2,7 +2,8 @@
 //! and does not read the answers (the gateway stops reading at its in-flight limit, its memory
 //! stays bounded, and once the client reads every call is answered), and an upstream that floods
 //! progress and log notifications while the same client calls another upstream (bounded memory;
-//! the other calls are answered, their latency printed).
+//! the other calls are answered, their latency printed), and the same flood sent to one of two
+//! HTTP clients while the other calls.
 
 mod common;
 
@@ -114,67 +115,150 @@ fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answ
     drop(writer);
 }
 
+/// p50 and p99 of `n` calls of `other__add` (another upstream than the flooding one), one at a
+/// time.
+async fn latencies(client: &portico::client::Client, n: usize) -> (Duration, Duration) {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = Instant::now();
+        let r = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.call_tool("other__add", serde_json::json!({"a": i, "b": 1})),
+        )
+        .await
+        .expect("answered within 10 s")
+        .expect("call");
+        assert_eq!(r.is_error, None, "{r:?}");
+        times.push(t.elapsed());
+    }
+    times.sort_unstable();
+    (times[n / 2], times[n * 99 / 100])
+}
+
+/// Starts a flood of `steps` progress and log notifications from `ev__countdown` on `client`,
+/// counting the progress notifications that reach it.
+fn flood(
+    client: &portico::client::Client,
+    steps: usize,
+) -> (
+    tokio::task::JoinHandle<Result<portico::schema::CallToolResult, portico::Error>>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = seen.clone();
+    let options = portico::client::CallOptions::new().with_progress(move |_| {
+        counter.fetch_add(1, Ordering::Relaxed);
+    });
+    let client = client.clone();
+    let task = tokio::spawn(async move {
+        client.call_tool_with("ev__countdown", serde_json::json!({ "steps": steps }), options).await
+    });
+    (task, seen)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 #[test]
 fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_answered() {
-    use portico::client::CallOptions;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let (client, child) = common::serve_and_connect(&["serve", "-c", cfg.to_str().expect("utf-8")]).await;
         let pid = child.pid();
-        let latencies = async |n: usize| {
-            let mut times = Vec::with_capacity(n);
-            for i in 0..n {
-                let t = Instant::now();
-                let r = tokio::time::timeout(
-                    Duration::from_secs(10),
-                    client.call_tool("other__add", serde_json::json!({"a": i, "b": 1})),
-                )
-                .await
-                .expect("answered within 10 s")
-                .expect("call");
-                assert_eq!(r.is_error, None, "{r:?}");
-                times.push(t.elapsed());
-            }
-            times.sort_unstable();
-            (times[n / 2], times[n * 99 / 100])
-        };
-        let (idle_p50, idle_p99) = latencies(200).await;
+        let (idle_p50, idle_p99) = latencies(&client, 200).await;
         // 50,000 steps, each a progress and a log notification, as fast as the upstream can.
         let steps = 50_000;
-        let seen = Arc::new(AtomicUsize::new(0));
-        let counter = seen.clone();
-        let options = CallOptions::new().with_progress(move |_| {
-            counter.fetch_add(1, Ordering::Relaxed);
-        });
-        let flood = {
-            let client = client.clone();
-            tokio::spawn(async move {
-                client.call_tool_with("ev__countdown", serde_json::json!({ "steps": steps }), options).await
-            })
-        };
+        let (flood, seen) = flood(&client, steps);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let (busy_p50, busy_p99) = latencies(200).await;
+        let (busy_p50, busy_p99) = latencies(&client, 200).await;
         let peak = rss_kib(pid);
         let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
         let done = done.expect("countdown");
         assert_eq!(done.is_error, None, "{done:?}");
         let peak = peak.max(rss_kib(pid));
-        let progress = seen.load(Ordering::Relaxed);
+        let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
         eprintln!(
             "flooding upstream: {steps} steps, {progress} progress notifications reached the client (a flood beyond \
              the gateway's per-call queue is dropped); gateway RSS {peak} KiB; other__add (another upstream) latency idle p50 {:.2} ms p99 {:.2} ms, during the flood p50 {:.2} ms p99 {:.2} ms",
-            idle_p50.as_secs_f64() * 1e3,
-            idle_p99.as_secs_f64() * 1e3,
-            busy_p50.as_secs_f64() * 1e3,
-            busy_p99.as_secs_f64() * 1e3
+            ms(idle_p50),
+            ms(idle_p99),
+            ms(busy_p50),
+            ms(busy_p99)
         );
         assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
         assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
         client.close().await;
         let _ = tokio::time::timeout(Duration::from_secs(10), child.shutdown()).await;
     });
+}
+
+#[test]
+fn a_flood_for_one_http_client_leaves_another_client_answered() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
+    let mut gateway = portico()
+        .args(["serve", "-c", cfg.to_str().expect("utf-8"), "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn portico serve --http");
+    let pid = gateway.id();
+    // The URL, from stderr (bounded: 200 lines); the rest of stderr is drained meanwhile.
+    let mut lines = BufReader::new(gateway.stderr.take().expect("stderr")).lines();
+    let url = (0..200)
+        .map_while(|_| lines.next().and_then(Result::ok))
+        .find_map(|l| {
+            let start = l.find("http://127.0.0.1:")?;
+            let end = l[start..].find("/mcp")? + start + "/mcp".len();
+            Some(l[start..end].to_owned())
+        })
+        .expect("portico serve --http names its URL");
+    std::thread::spawn(move || lines.for_each(drop));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let connect = |name: &'static str| {
+            let url = url.clone();
+            async move {
+                let transport = portico::transport::http::client::HttpClientTransport::new(url.as_str());
+                tokio::time::timeout(
+                    Duration::from_secs(20),
+                    portico::client::Client::builder(portico::schema::Implementation::new(name, "1")).connect(transport),
+                )
+                .await
+                .expect("connected in time")
+                .expect("connect")
+            }
+        };
+        let flooded = connect("flooded").await;
+        let other = connect("other").await;
+        let (idle_p50, idle_p99) = latencies(&other, 200).await;
+        let steps = 50_000;
+        let (flood, seen) = flood(&flooded, steps);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (busy_p50, busy_p99) = latencies(&other, 200).await;
+        let peak = rss_kib(pid);
+        let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
+        assert_eq!(done.expect("countdown").is_error, None);
+        let peak = peak.max(rss_kib(pid));
+        let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
+        eprintln!(
+            "flood to one HTTP client: {steps} steps, {progress} progress notifications reached it; gateway RSS {peak} KiB; \
+             the other client's other__add latency idle p50 {:.2} ms p99 {:.2} ms, during the flood p50 {:.2} ms p99 {:.2} ms",
+            ms(idle_p50),
+            ms(idle_p99),
+            ms(busy_p50),
+            ms(busy_p99)
+        );
+        assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
+        assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
+        flooded.close().await;
+        other.close().await;
+    });
+    let _ = gateway.kill();
+    let _ = gateway.wait();
 }
