@@ -161,6 +161,36 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// Waits for the flood to end (2 min at most), prints what reached the client, the gateway's peak
+/// RSS and the latencies, and checks the flood was forwarded within the memory bound.
+async fn flood_ends(
+    flood: tokio::task::JoinHandle<Result<portico::schema::CallToolResult, portico::Error>>,
+    seen: &std::sync::atomic::AtomicUsize,
+    steps: usize,
+    pid: u32,
+    what: &str,
+    (idle_p50, idle_p99): (Duration, Duration),
+    (busy_p50, busy_p99): (Duration, Duration),
+) {
+    let peak = rss_kib(pid);
+    let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
+    let done = done.expect("countdown");
+    assert_eq!(done.is_error, None, "{done:?}");
+    let peak = peak.max(rss_kib(pid));
+    let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "{what}: {steps} steps, {progress} progress notifications reached the client (a flood beyond the gateway's \
+         per-call queue is dropped); gateway RSS {peak} KiB; latency idle p50 {:.2} ms p99 {:.2} ms, during the flood \
+         p50 {:.2} ms p99 {:.2} ms",
+        ms(idle_p50),
+        ms(idle_p99),
+        ms(busy_p50),
+        ms(busy_p99)
+    );
+    assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
+    assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
+}
+
 #[test]
 fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_answered() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -175,22 +205,8 @@ fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_
         let (flood, seen) = flood(&client, steps);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let (busy_p50, busy_p99) = latencies(&client, 200).await;
-        let peak = rss_kib(pid);
-        let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
-        let done = done.expect("countdown");
-        assert_eq!(done.is_error, None, "{done:?}");
-        let peak = peak.max(rss_kib(pid));
-        let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
-        eprintln!(
-            "flooding upstream: {steps} steps, {progress} progress notifications reached the client (a flood beyond \
-             the gateway's per-call queue is dropped); gateway RSS {peak} KiB; other__add (another upstream) latency idle p50 {:.2} ms p99 {:.2} ms, during the flood p50 {:.2} ms p99 {:.2} ms",
-            ms(idle_p50),
-            ms(idle_p99),
-            ms(busy_p50),
-            ms(busy_p99)
-        );
-        assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
-        assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
+        let what = "flooding upstream, one stdio client; other__add (another upstream)";
+        flood_ends(flood, &seen, steps, pid, what, (idle_p50, idle_p99), (busy_p50, busy_p99)).await;
         client.close().await;
         let _ = tokio::time::timeout(Duration::from_secs(10), child.shutdown()).await;
     });
@@ -227,7 +243,8 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
                 let transport = portico::transport::http::client::HttpClientTransport::new(url.as_str());
                 tokio::time::timeout(
                     Duration::from_secs(20),
-                    portico::client::Client::builder(portico::schema::Implementation::new(name, "1")).connect(transport),
+                    portico::client::Client::builder(portico::schema::Implementation::new(name, "1"))
+                        .connect(transport),
                 )
                 .await
                 .expect("connected in time")
@@ -241,21 +258,8 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         let (flood, seen) = flood(&flooded, steps);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let (busy_p50, busy_p99) = latencies(&other, 200).await;
-        let peak = rss_kib(pid);
-        let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
-        assert_eq!(done.expect("countdown").is_error, None);
-        let peak = peak.max(rss_kib(pid));
-        let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
-        eprintln!(
-            "flood to one HTTP client: {steps} steps, {progress} progress notifications reached it; gateway RSS {peak} KiB; \
-             the other client's other__add latency idle p50 {:.2} ms p99 {:.2} ms, during the flood p50 {:.2} ms p99 {:.2} ms",
-            ms(idle_p50),
-            ms(idle_p99),
-            ms(busy_p50),
-            ms(busy_p99)
-        );
-        assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
-        assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
+        let what = "flood to one of two HTTP clients; the other client's other__add";
+        flood_ends(flood, &seen, steps, pid, what, (idle_p50, idle_p99), (busy_p50, busy_p99)).await;
         flooded.close().await;
         other.close().await;
     });
