@@ -163,13 +163,19 @@ async fn soak_gateway_calls_with_restarts() {
     let mut killed = Vec::new();
     let mut samples = Vec::new();
     let mut round = 0usize;
+    // RSS every 5 s (or every restart interval when shorter); a kill every `every` s.
+    let tick = Duration::from_secs(every.clamp(1, 5));
+    let mut next_kill = Duration::from_secs(every);
     while started.elapsed() < Duration::from_secs(secs) {
-        tokio::time::sleep(Duration::from_secs(every).min(Duration::from_secs(secs).saturating_sub(started.elapsed())))
-            .await;
+        tokio::time::sleep(tick.min(Duration::from_secs(secs).saturating_sub(started.elapsed()))).await;
         if started.elapsed() >= Duration::from_secs(secs) {
             break;
         }
         samples.push(format!("{:.0}s {} MiB", started.elapsed().as_secs_f64(), rss_kib() / 1024));
+        if started.elapsed() < next_kill {
+            continue;
+        }
+        next_kill += Duration::from_secs(every);
         let name = format!("up{}", round % 5);
         if let Some(pid) = host.upstream(&name).and_then(|u| u.status().pid) {
             let _ = nix::sys::signal::kill(
