@@ -17,7 +17,9 @@
 //! - `gateway`: `echo-handshake` through the gateway (`portico_host::gateway::Gateway`, the
 //!   server `portico serve` runs) with the activity log on (SQLite, the default), its one
 //!   upstream the `bench-server stdio` binary named by `PORTICO_GATE_UPSTREAM` (a child
-//!   process: callgrind counts the gateway alone, policy → upstream → audit included).
+//!   process: callgrind counts the gateway alone, policy → upstream → audit included);
+//! - `gateway-list`: one `tools/list` of the bench server's 1,002 tools per round through the
+//!   same gateway (served from the SDK's cached page: no upstream, no activity-log record).
 //!
 //! With ROUNDS = 0 only the set-up runs. Any unexpected response panics (the count would be
 //! meaningless).
@@ -54,7 +56,10 @@ async fn pipelined_on(c: &mut Client, rounds: u64, stateless: bool) {
     }
 }
 
-async fn gateway(rounds: u64) {
+/// The gateway `portico serve` runs, in-process, over the bench server (see the module docs),
+/// with a client connected after `initialize`. Shut down with [`gateway_end`].
+async fn gateway_start()
+-> (portico_host::Host, std::sync::Arc<portico_host::oversight::Supervisor>, Client, tempfile::TempDir) {
     use std::time::Duration;
 
     use portico_host::config;
@@ -77,16 +82,36 @@ async fn gateway(rounds: u64) {
     let gateway = portico_host::gateway::Gateway::new(host.clone());
     gateway.synced(Duration::from_secs(60)).await;
     assert!(host.registry().tools.contains_key("echo"), "the upstream's echo is in the registry");
-    let mut c = Client::over(gateway.server(), Some("2025-11-25")).await;
-    pipelined_on(&mut c, rounds, false).await;
+    let c = Client::over(gateway.server(), Some("2025-11-25")).await;
+    (host, supervisor, c, dir)
+}
+
+async fn gateway_end(host: portico_host::Host, supervisor: std::sync::Arc<portico_host::oversight::Supervisor>) {
     host.shutdown().await;
     let log = supervisor.audit().unwrap();
     log.close().await.unwrap();
     assert_eq!(log.health().backlog, 0);
 }
 
+async fn gateway(rounds: u64) {
+    let (host, supervisor, mut c, _dir) = gateway_start().await;
+    pipelined_on(&mut c, rounds, false).await;
+    gateway_end(host, supervisor).await;
+}
+
+/// `tools/list` of the bench server's 1,002 tools through the gateway, one per round.
+async fn gateway_list(rounds: u64) {
+    let (host, supervisor, mut c, _dir) = gateway_start().await;
+    list_on(&mut c, rounds).await;
+    gateway_end(host, supervisor).await;
+}
+
 async fn list(rounds: u64) {
     let mut c = Client::new(true).await;
+    list_on(&mut c, rounds).await;
+}
+
+async fn list_on(c: &mut Client, rounds: u64) {
     for id in 1..=rounds {
         let req = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
         c.w.write_frame(req.as_bytes()).await.unwrap();
@@ -144,7 +169,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
         eprintln!(
-            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway ROUNDS"
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list ROUNDS"
         );
         std::process::exit(64);
     };
@@ -158,6 +183,7 @@ fn main() {
             "http-stateless" => http(rounds, true).await,
             "http-handshake" => http(rounds, false).await,
             "gateway" => gateway(rounds).await,
+            "gateway-list" => gateway_list(rounds).await,
             other => {
                 eprintln!("unknown scenario {other}");
                 std::process::exit(64);
