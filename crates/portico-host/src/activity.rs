@@ -194,17 +194,22 @@ impl Activity {
             progress: None,
         };
         let cancel = CancellationToken::new();
-        lock(&self.inner.calls).insert(n, Slot { call: info.clone(), cancel: cancel.clone() });
-        let _ = self.inner.events.send(CallEvent::Started { call: info });
+        // Live views are rare (the web UI, `portico` watching): no copy for an event nobody hears.
+        let event = (self.inner.events.receiver_count() > 0).then(|| info.clone());
+        lock(&self.inner.calls).insert(n, Slot { call: info, cancel: cancel.clone() });
+        if let Some(call) = event {
+            let _ = self.inner.events.send(CallEvent::Started { call });
+        }
         Tracked { activity: self.clone(), n, cancel }
     }
 
     fn update(&self, n: u64, change: impl FnOnce(&mut InFlight)) {
         let changed = {
             let mut calls = lock(&self.inner.calls);
-            calls.get_mut(&n).map(|slot| {
+            let heard = self.inner.events.receiver_count() > 0;
+            calls.get_mut(&n).and_then(|slot| {
                 change(&mut slot.call);
-                slot.call.clone()
+                heard.then(|| slot.call.clone())
             })
         };
         if let Some(call) = changed {
@@ -249,7 +254,8 @@ impl Tracked {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        if lock(&self.activity.inner.calls).remove(&self.n).is_some() {
+        if lock(&self.activity.inner.calls).remove(&self.n).is_some() && self.activity.inner.events.receiver_count() > 0
+        {
             let cancelled = self.cancel.is_cancelled();
             let _ = self.activity.inner.events.send(CallEvent::Ended { id: self.n.to_string(), cancelled });
         }
