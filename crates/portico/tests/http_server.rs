@@ -663,6 +663,20 @@ async fn soak_http_session_churn() {
     session_cycles(&srv, abandoned, false).await;
     assert!(eventually_for(Duration::from_secs(120), || srv.endpoint.session_count() == 0).await, "warm-up reaped");
     let warm = rss_kib();
+    // RSS over the whole measured run, for scripts/rss-plot.py.
+    let every = Duration::from_secs(soak_count("SOAK_RSS_EVERY_SECS", 5).max(1) as u64);
+    let curve = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let plotter = {
+        let curve = curve.clone();
+        tokio::spawn(async move {
+            let t0 = std::time::Instant::now();
+            loop {
+                tokio::time::sleep(every).await;
+                let sample = format!("{:.0}s {} MiB", t0.elapsed().as_secs_f64(), rss_kib() / 1024);
+                curve.lock().expect("curve").push(sample);
+            }
+        })
+    };
     let started = std::time::Instant::now();
     session_cycles(&srv, cycles, true).await;
     let churn = started.elapsed();
@@ -691,6 +705,8 @@ async fn soak_http_session_churn() {
     // Let the allocator settle before the last reading.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let end = rss_kib();
+    plotter.abort();
+    eprintln!("SOAK http-sessions: RSS over time: {}", curve.lock().expect("curve").join(", "));
     let pct = |v: u64| (v as f64 - warm as f64) * 100.0 / warm as f64;
     eprintln!(
         "SOAK http-sessions: {cycles} create/use/DELETE cycles in {:.1} s ({:.0}/s); {abandoned} abandoned in {:.1} s, \

@@ -440,3 +440,50 @@ async fn post_stateless_call(
     }
     req.json(body).send().await.expect("post").json().await.expect("json")
 }
+
+/// A request pipelined behind an `initialize` that a layer holds up waits for the session it
+/// creates, instead of being judged without one ("missing _meta").
+#[tokio::test(start_paused = true)]
+async fn a_request_pipelined_behind_a_slow_initialize_belongs_to_its_session() {
+    use portico::transport::{FrameReader, FrameWriter, Transport};
+    let gauges = [Arc::default(), Arc::default()];
+    let server = builder(&gauges)
+        .layer(layer_fn(|inner: McpService| {
+            tower::service_fn(move |req: McpRequest| {
+                let inner = inner.clone();
+                async move {
+                    if req.method() == "initialize" {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    inner.oneshot(req).await
+                }
+                .boxed()
+            })
+        }))
+        .build();
+    let (a, b) = memory::pair();
+    server.connect(b);
+    let (mut r, mut w) = a.split();
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}});
+    for msg in [
+        init,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+        json!({"jsonrpc":"2.0","id":3,"method":"ping"}),
+    ] {
+        w.write_frame(msg.to_string().as_bytes()).await.expect("write");
+    }
+    let mut answers = std::collections::BTreeMap::new();
+    while answers.len() < 3 {
+        let frame = r.read_frame().await.expect("read").expect("open");
+        let v: serde_json::Value = serde_json::from_slice(&frame).expect("json");
+        if let Some(id) = v["id"].as_i64() {
+            answers.insert(id, v);
+        }
+    }
+    assert_eq!(answers[&1]["result"]["protocolVersion"], "2025-11-25", "{}", answers[&1]);
+    let tools = answers[&2]["result"]["tools"].as_array().unwrap_or_else(|| panic!("tools/list: {}", answers[&2]));
+    assert_eq!(tools.len(), 3);
+    assert!(answers[&3].get("result").is_some(), "ping: {}", answers[&3]);
+}

@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use portico_schema::{
     CreateMessageRequestParams, ElicitRequestParams, EmptyResult, ErrorObject, LoggingMessageNotificationParams,
     META_SUBSCRIPTION_ID, RequestId, ResourceUpdatedNotificationParams, SubscriptionFilter,
@@ -17,7 +16,7 @@ use tokio::sync::oneshot;
 
 use super::cache::ResultCache;
 use super::handler::ClientHandler;
-use crate::rpc::{Endpoint, IncomingRequest, Peer, Reply};
+use crate::rpc::{Endpoint, Handled, IncomingRequest, Peer, Reply};
 use crate::sync::lock;
 
 pub(crate) struct ClientEndpoint {
@@ -50,24 +49,26 @@ fn parse<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T,
 }
 
 impl Endpoint for ClientEndpoint {
-    fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> BoxFuture<'static, Reply> {
-        async move {
-            let params = req.params.as_deref();
-            match &*req.method {
-                methods::PING => encode(&EmptyResult::new()),
-                methods::SAMPLING_CREATE_MESSAGE => {
-                    let p: CreateMessageRequestParams = parse(params)?;
-                    encode(&self.handler.create_message(p).await?)
+    fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> Handled {
+        Handled::Later(
+            async move {
+                let params = req.params.as_deref();
+                match &*req.method {
+                    methods::PING => encode(&EmptyResult::new()),
+                    methods::SAMPLING_CREATE_MESSAGE => {
+                        let p: CreateMessageRequestParams = parse(params)?;
+                        encode(&self.handler.create_message(p).await?)
+                    }
+                    methods::ELICITATION_CREATE => {
+                        let p: ElicitRequestParams = parse(params)?;
+                        encode(&self.handler.elicit(p).await?)
+                    }
+                    methods::ROOTS_LIST => encode(&self.handler.list_roots().await?),
+                    m => Err(ErrorObject::method_not_found(m)),
                 }
-                methods::ELICITATION_CREATE => {
-                    let p: ElicitRequestParams = parse(params)?;
-                    encode(&self.handler.elicit(p).await?)
-                }
-                methods::ROOTS_LIST => encode(&self.handler.list_roots().await?),
-                m => Err(ErrorObject::method_not_found(m)),
             }
-        }
-        .boxed()
+            .boxed(),
+        )
     }
 
     fn notify(&self, method: &str, params: Option<&RawValue>, _peer: &Peer) {

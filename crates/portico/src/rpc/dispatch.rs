@@ -15,7 +15,7 @@ use tracing::{Instrument, debug, warn};
 
 use super::envelope::{self, Frame, Incoming, Invalid, Outgoing};
 use super::slots::{Slot, Slots};
-use super::{Cancel, Endpoint, IncomingRequest, Peer, RpcConfig};
+use super::{Cancel, Endpoint, Handled, IncomingRequest, Peer, RpcConfig};
 use crate::sync::lock;
 use crate::transport::{FrameReader, FrameWriter, ReadError, Transport};
 
@@ -431,15 +431,23 @@ pub(crate) struct Waiting {
 pub(crate) fn start_request<S: Endpoint + ?Sized>(service: Arc<S>, peer: Peer, q: Queued, token: Cancel) -> Started {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
     let id = q.id.clone();
-    let mut call = service.call(q.into_request(token.clone()), peer);
+    let request = q.into_request(token.clone());
     let first = {
         let _entered = span.enter();
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        std::panic::catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx)))
+        std::panic::catch_unwind(AssertUnwindSafe(|| match service.call(request, peer) {
+            Handled::Now(reply) => Ok(reply),
+            Handled::Later(mut call) => {
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                match call.as_mut().poll(&mut cx) {
+                    std::task::Poll::Ready(reply) => Ok(reply),
+                    std::task::Poll::Pending => Err(call),
+                }
+            }
+        }))
     };
     match first {
-        Ok(std::task::Poll::Pending) => Started::Waiting(Waiting { call, span, id, token }),
-        Ok(std::task::Poll::Ready(reply)) => Started::Done(encode_outcome(&id, Ok(reply))),
+        Ok(Err(call)) => Started::Waiting(Waiting { call, span, id, token }),
+        Ok(Ok(reply)) => Started::Done(encode_outcome(&id, Ok(reply))),
         Err(panic) => Started::Done(encode_outcome(&id, Err(panic))),
     }
 }

@@ -74,10 +74,18 @@ pub(crate) struct IncomingRequest {
 /// What a request handler produces: a serialized result, or a wire error.
 pub(crate) type Reply = Result<ResultBytes, ErrorObject>;
 
+/// What an [`Endpoint`] makes of a request: the answer, when it needed no waiting, or the
+/// future that makes it.
+pub(crate) enum Handled {
+    Now(Reply),
+    Later(BoxFuture<'static, Reply>),
+}
+
 /// The protocol side of a connection (server era logic, or client handlers).
 pub(crate) trait Endpoint: Send + Sync + 'static {
-    /// Handles one request. The future is dropped if the request is cancelled.
-    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply>;
+    /// Handles one request. The future is dropped if the request is cancelled. Runs inside the
+    /// engine's panic guard, as the future's polls do.
+    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> Handled;
     /// Called for each incoming request in arrival order, before it is scheduled (requests
     /// then run concurrently). Must not block.
     fn admit(&self, method: &str) {

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use portico_schema::ErrorObject;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -31,27 +30,32 @@ impl Drop for DropCounter {
 }
 
 impl Endpoint for Script {
-    fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> BoxFuture<'static, Reply> {
-        async move {
-            match &*req.method {
-                "echo" => Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into()))),
-                "sleep" => {
-                    let ms = req
-                        .params
-                        .as_ref()
-                        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                        .and_then(|v| v["ms"].as_u64())
-                        .unwrap_or(0);
-                    let _guard = DropCounter(self.clone());
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
-                    std::mem::forget(_guard);
-                    Ok(Bytes::from_static(b"{\"slept\":true}"))
-                }
-                "panic" => panic!("handler bug"),
-                m => Err(ErrorObject::method_not_found(m)),
-            }
+    fn call(self: Arc<Self>, req: IncomingRequest, _peer: Peer) -> Handled {
+        if &*req.method == "panic-at-once" {
+            panic!("handler bug before any future");
         }
-        .boxed()
+        Handled::Later(
+            async move {
+                match &*req.method {
+                    "echo" => Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into()))),
+                    "sleep" => {
+                        let ms = req
+                            .params
+                            .as_ref()
+                            .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                            .and_then(|v| v["ms"].as_u64())
+                            .unwrap_or(0);
+                        let _guard = DropCounter(self.clone());
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        std::mem::forget(_guard);
+                        Ok(Bytes::from_static(b"{\"slept\":true}"))
+                    }
+                    "panic" => panic!("handler bug"),
+                    m => Err(ErrorObject::method_not_found(m)),
+                }
+            }
+            .boxed(),
+        )
     }
     fn notify(&self, _method: &str, _params: Option<&RawValue>, _peer: &Peer) {
         self.notes.fetch_add(1, Ordering::SeqCst);
@@ -118,8 +122,11 @@ async fn timeout_cancels_the_handler_on_the_peer() {
 #[tokio::test]
 async fn handler_panic_becomes_internal_error() {
     let (client, _server, _) = pair();
-    let e = client.request::<Value, Value>("panic", None, RequestOptions::default()).await.expect_err("panics");
-    assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32603));
+    // In the handler's future, and in the endpoint before it makes one.
+    for method in ["panic", "panic-at-once"] {
+        let e = client.request::<Value, Value>(method, None, RequestOptions::default()).await.expect_err("panics");
+        assert_eq!(e.peer_error().map(|e| e.code.0), Some(-32603), "{method}");
+    }
     // The connection survives.
     let _: Value =
         client.request("echo", Some(&serde_json::json!({})), RequestOptions::default()).await.expect("still alive");

@@ -19,7 +19,7 @@ use super::era::resolve::ResolvedEra;
 use crate::middleware::{
     BoxError, LayerFn, McpRequest, McpResponse, ParamsReplaced, Stack, build_stack, middleware_error,
 };
-use crate::rpc::{IncomingRequest, Peer, Reply};
+use crate::rpc::{Handled, IncomingRequest, Peer, Reply};
 
 /// Where a request goes after the layers, and what the era layer needs besides the request
 /// itself. Private: layers cannot name it.
@@ -69,7 +69,10 @@ fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>
         extensions.remove::<ResolvedEra>();
     }
     let incoming = IncomingRequest { id, method, params, cancel: r.cancel, close_stream: r.close_stream, extensions };
-    r.layer.handle(incoming, r.peer).map(|reply| Ok(McpResponse::from_outcome(reply))).boxed()
+    match r.layer.handle(incoming, r.peer) {
+        Handled::Now(reply) => futures_util::future::ready(Ok(McpResponse::from_outcome(reply))).boxed(),
+        Handled::Later(fut) => fut.map(|reply| Ok(McpResponse::from_outcome(reply))).boxed(),
+    }
 }
 
 /// Sends `tools/call` of a tool with layers of its own through them.

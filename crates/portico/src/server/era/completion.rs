@@ -1,12 +1,14 @@
 //! `completion/complete`: only for a prompt or resource template of this server.
 
+use std::sync::Arc;
+
 use portico_schema::{CompleteRequestParams, CompletionReference, ErrorObject};
 
-use super::dispatch::{Call, Step};
+use super::dispatch::{Call, Step, wait};
 use super::{EraLayer, parse};
 
 impl EraLayer {
-    pub(super) fn complete(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn complete(self: &Arc<Self>, call: Call) -> Result<Step, ErrorObject> {
         let Call { req, era, peer, .. } = call;
         let p: CompleteRequestParams = parse(req.params.as_deref())?;
         self.check_completion_ref(&p.r#ref)?;
@@ -15,10 +17,11 @@ impl EraLayer {
         let cx = self.context(&req, &era, peer, None, req.cancel.clone());
         let version = era.version;
         let fut = handler(p, cx);
-        Ok(Step::Wait(Box::pin(async move {
+        let this = self.clone();
+        wait(async move {
             let r = fut.await.map_err(|e| e.into_error_object(version))?;
-            self.finish(r, &era)
-        })))
+            this.finish(r, &era)
+        })
     }
 
     fn check_completion_ref(&self, r: &CompletionReference) -> Result<(), ErrorObject> {

@@ -3,6 +3,7 @@
 //! run the rows are direct calls (a `match`, not function pointers), so that a method answered
 //! at once is inlined as it would be in one function.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use futures_util::future::BoxFuture;
@@ -22,9 +23,14 @@ pub(super) struct Call {
 }
 
 /// What a method made of a request: the answer, or the future that makes it.
-pub(super) enum Step<'a> {
+pub(super) enum Step {
     Now(ResultBytes),
-    Wait(BoxFuture<'a, Reply>),
+    Wait(BoxFuture<'static, Reply>),
+}
+
+/// The future of a method that waits, boxed at its own size.
+pub(super) fn wait(fut: impl Future<Output = Reply> + Send + 'static) -> Result<Step, ErrorObject> {
+    Ok(Step::Wait(Box::pin(fut)))
 }
 
 /// The eras a method exists in.
@@ -94,7 +100,7 @@ fn method(name: &str) -> Option<(Method, Eras, Needs)> {
 impl EraLayer {
     /// Runs `call`'s method, or refuses it as not found in its era or on this server.
     #[inline]
-    pub(super) fn dispatch(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn dispatch(self: &Arc<Self>, call: Call) -> Result<Step, ErrorObject> {
         let stateless = call.era.version.is_stateless();
         let found = method(&call.req.method).filter(|(_, eras, _)| match eras {
             Eras::Handshake => !stateless,
@@ -120,24 +126,35 @@ impl EraLayer {
     /// their future, boxed at its own size (with the request's parts as its arguments, so that
     /// its first poll does not move them again).
     #[inline]
-    fn run(&self, method: Method, call: Call) -> Result<Step<'_>, ErrorObject> {
+    fn run(self: &Arc<Self>, method: Method, call: Call) -> Result<Step, ErrorObject> {
+        // The futures own their era layer: the engine keeps them past this call.
+        let this = || self.clone();
         match method {
             Method::Ping => self.ping(call),
             Method::SetLevel => self.set_level(call),
             Method::Discover => self.discover(call),
             Method::ListTools => self.list_tools(call),
             Method::CallTool => {
-                let Call { req, era, peer, parsed } = call;
-                Ok(Step::Wait(Box::pin(self.call_tool(req, era, peer, parsed))))
+                let (this, Call { req, era, peer, parsed }) = (this(), call);
+                wait(this.call_tool(req, era, peer, parsed))
             }
             Method::ListResources => self.list_resources(call),
             Method::ListResourceTemplates => self.list_resource_templates(call),
-            Method::ReadResource => Ok(Step::Wait(Box::pin(self.read_resource(call.req, call.era, call.peer)))),
+            Method::ReadResource => {
+                let (this, Call { req, era, peer, .. }) = (this(), call);
+                wait(this.read_resource(req, era, peer))
+            }
             Method::Subscribe => self.subscribe(call),
             Method::ListPrompts => self.list_prompts(call),
-            Method::GetPrompt => Ok(Step::Wait(Box::pin(self.get_prompt(call.req, call.era, call.peer)))),
+            Method::GetPrompt => {
+                let (this, Call { req, era, peer, .. }) = (this(), call);
+                wait(this.get_prompt(req, era, peer))
+            }
             Method::Complete => self.complete(call),
-            Method::Listen => Ok(Step::Wait(Box::pin(self.listen(call.req, call.era, call.peer)))),
+            Method::Listen => {
+                let (this, Call { req, era, peer, .. }) = (this(), call);
+                wait(this.listen(req, era, peer))
+            }
             Method::Task => self.task_method(call),
         }
     }

@@ -56,19 +56,19 @@ impl EraLayer {
     }
 
     /// `ping` (handshake era).
-    pub(super) fn ping(&self, _: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn ping(&self, _: Call) -> Result<Step, ErrorObject> {
         encode(&EmptyResult::new()).map(Step::Now)
     }
 
     /// `logging/setLevel` (handshake era): the connection's level.
-    pub(super) fn set_level(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn set_level(&self, call: Call) -> Result<Step, ErrorObject> {
         let p: SetLevelRequestParams = parse(call.req.params.as_deref())?;
         self.log_level.store(p.level as u8, Ordering::Relaxed);
         encode(&EmptyResult::new()).map(Step::Now)
     }
 
     /// `server/discover` (stateless era).
-    pub(super) fn discover(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn discover(&self, call: Call) -> Result<Step, ErrorObject> {
         let mut r = DiscoverResult::new(supported_versions(), self.server.capabilities());
         r.instructions = self.server.inner.instructions.clone();
         self.finish(r, &call.era).map(Step::Now)

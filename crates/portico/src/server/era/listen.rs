@@ -3,6 +3,7 @@
 //! updates to a handshake-era connection (from `initialize` on).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use portico_schema::{ErrorObject, META_SUBSCRIPTION_ID, Meta, SubscriptionsListenRequestParams, methods};
@@ -17,7 +18,7 @@ use crate::sync::lock;
 impl EraLayer {
     /// `subscriptions/listen`: acknowledge, then forward the requested notifications until the
     /// client cancels or the connection closes.
-    pub(super) async fn listen(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+    pub(super) async fn listen(self: Arc<Self>, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: SubscriptionsListenRequestParams = parse(req.params.as_deref())?;
         let caps = self.server.capabilities();
         let mut honored = p.notifications.clone();

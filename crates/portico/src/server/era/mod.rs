@@ -26,8 +26,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use futures_util::FutureExt;
-use futures_util::future::BoxFuture;
 use portico_schema::{
     ClientCapabilities, ErrorObject, Implementation, PaginatedRequestParams, ProtocolVersion, methods,
 };
@@ -39,9 +37,16 @@ use super::Server;
 use super::context::{Inner as CtxInner, LEVEL_UNSET, LogGate, RequestContext};
 use super::input::{self, InputState, RawResponses};
 use super::registry::{Entry, InvalidCursor, Registry, page};
-use crate::rpc::{Cancel, Endpoint, IncomingRequest, Peer, Reply};
+use crate::rpc::{Cancel, Endpoint, Handled, IncomingRequest, Peer};
 use dispatch::Step;
 pub(crate) use resolve::Era;
+
+/// What [`EraLayer::start`] made of a request.
+enum Start {
+    Step(Step),
+    /// A handshake-era request that arrived while `initialize` was being answered.
+    AfterInitialize(IncomingRequest, Peer, tokio::sync::watch::Receiver<bool>),
+}
 
 /// Handshake-era state of a connection (set by `initialize`).
 struct Handshake {
@@ -96,9 +101,37 @@ impl EraLayer {
     }
 
     /// Handles one request after the middleware: resolves its era, then runs its method.
-    pub(super) async fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Reply {
+    ///
+    /// This runs before anything waits: a request that needs no waiting is answered here,
+    /// without a future, and one that waits gets one future, its method's, boxed at its own
+    /// size. See design/design.md, "Small futures".
+    pub(super) fn handle(self: Arc<Self>, mut req: IncomingRequest, peer: Peer) -> Handled {
         // The era a transport resolved ahead, or what the params say about it.
         let ahead = req.extensions.remove::<resolve::ResolvedEra>();
+        match self.start(req, peer, ahead, true) {
+            Ok(Start::Step(Step::Now(bytes))) => Handled::Now(Ok(bytes)),
+            Ok(Start::Step(Step::Wait(fut))) => Handled::Later(fut),
+            Ok(Start::AfterInitialize(req, peer, mut rx)) => Handled::Later(Box::pin(async move {
+                let _ = rx.wait_for(|busy| !busy).await;
+                match self.start(req, peer, None, false)? {
+                    Start::Step(Step::Now(bytes)) => Ok(bytes),
+                    Start::Step(Step::Wait(fut)) => fut.await,
+                    Start::AfterInitialize(..) => unreachable!("a request waits for initialize once"),
+                }
+            })),
+            Err(e) => Handled::Now(Err(e)),
+        }
+    }
+
+    /// Steps 1 and 2 of a request: its era, then its method; or, for a handshake-era request
+    /// pipelined behind `initialize` (and `may_wait`), the wait for the session it creates.
+    fn start(
+        self: &Arc<Self>,
+        req: IncomingRequest,
+        peer: Peer,
+        ahead: Option<resolve::ResolvedEra>,
+        may_wait: bool,
+    ) -> Result<Start, ErrorObject> {
         let mut peeked = match ahead {
             Some(_) => resolve::Peeked::default(),
             None => resolve::peek(&req)?,
@@ -107,28 +140,22 @@ impl EraLayer {
         if &*req.method == methods::INITIALIZE
             && let Some(answer) = self.initialize(stateless, req.params.as_deref(), &peer)
         {
-            return answer;
+            return answer.map(|bytes| Start::Step(Step::Now(bytes)));
         }
-        if !stateless && self.handshake.get().is_none() && *self.initializing.borrow() {
+        if may_wait && !stateless && self.handshake.get().is_none() && *self.initializing.borrow() {
             // Pipelined behind initialize: belong to the session it is creating.
-            let mut rx = self.initializing.subscribe();
-            let _ = rx.wait_for(|busy| !busy).await;
+            drop(peeked);
+            return Ok(Start::AfterInitialize(req, peer, self.initializing.subscribe()));
         }
         let parsed = peeked.call.take();
         let era = match ahead {
             Some(resolve::ResolvedEra(era)) => era,
             None => match self.era_of(&req.method, &mut peeked)? {
                 Some(era) => era,
-                None => return encode::encode(&portico_schema::EmptyResult::new()),
+                None => return encode::encode(&portico_schema::EmptyResult::new()).map(|b| Start::Step(Step::Now(b))),
             },
         };
-        // The answers that need no waiting are made in the method table; only the methods
-        // that wait are futures, each boxed at its own size, so that this future (boxed by the
-        // engine for every request) stays small. See design/design.md, "Small futures".
-        match self.dispatch(dispatch::Call { req, era, peer, parsed })? {
-            Step::Now(bytes) => Ok(bytes),
-            Step::Wait(fut) => fut.await,
-        }
+        self.dispatch(dispatch::Call { req, era, peer, parsed }).map(Start::Step)
     }
 
     /// One page of the enabled entries of one registry map, by the request's cursor.
@@ -198,10 +225,10 @@ impl Endpoint for EraLayer {
         }
     }
 
-    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> BoxFuture<'static, Reply> {
+    fn call(self: Arc<Self>, request: IncomingRequest, peer: Peer) -> Handled {
         match &self.server.inner.middleware {
-            Some(stack) => super::stack::call(stack.clone(), self, request, peer),
-            None => self.handle(request, peer).boxed(),
+            Some(stack) => Handled::Later(super::stack::call(stack.clone(), self, request, peer)),
+            None => self.handle(request, peer),
         }
     }
 

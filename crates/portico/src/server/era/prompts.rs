@@ -1,5 +1,7 @@
 //! Prompts: `prompts/list` and `prompts/get` (required arguments checked before the handler).
 
+use std::sync::Arc;
+
 use futures_util::FutureExt;
 use portico_schema::{ErrorObject, GetPromptResult, ListPromptsResult};
 
@@ -13,14 +15,14 @@ use crate::server::input;
 use crate::server::registry::Entry;
 
 impl EraLayer {
-    pub(super) fn list_prompts(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn list_prompts(&self, call: Call) -> Result<Step, ErrorObject> {
         let (items, next) = self.list(call.req.params.as_deref(), |r| &r.prompts)?;
         let mut r = ListPromptsResult::new(items);
         r.next_cursor = next;
         self.finish_with(r, &call.era, Some(downgrade::list_prompts)).map(Step::Now)
     }
 
-    pub(super) async fn get_prompt(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+    pub(super) async fn get_prompt(self: Arc<Self>, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: NamedCall<'_> = parse(req.params.as_deref())?;
         let entry = self.server.registry().prompts.get(p.name.as_ref()).filter(|e| e.enabled()).cloned();
         let Some(entry) = entry else {

@@ -2,6 +2,8 @@
 //! beforehand go into the answer as they are), and the handshake era's
 //! `resources/subscribe` and `resources/unsubscribe`.
 
+use std::sync::Arc;
+
 use futures_util::FutureExt;
 use portico_schema::{
     EmptyResult, ErrorObject, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
@@ -32,14 +34,14 @@ struct ReadCall {
 }
 
 impl EraLayer {
-    pub(super) fn list_resources(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn list_resources(&self, call: Call) -> Result<Step, ErrorObject> {
         let (items, next) = self.list(call.req.params.as_deref(), |r| &r.resources)?;
         let mut r = ListResourcesResult::new(items);
         r.next_cursor = next;
         self.finish_with(r, &call.era, Some(downgrade::list_resources)).map(Step::Now)
     }
 
-    pub(super) fn list_resource_templates(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn list_resource_templates(&self, call: Call) -> Result<Step, ErrorObject> {
         let (items, next) = self.list(call.req.params.as_deref(), |r| &r.templates)?;
         let mut r = ListResourceTemplatesResult::new(items);
         r.next_cursor = next;
@@ -48,7 +50,7 @@ impl EraLayer {
 
     /// `resources/subscribe` and `resources/unsubscribe` (handshake era): the connection's
     /// subscriptions, which [`start_forwarding`](Self::start_forwarding) reads.
-    pub(super) fn subscribe(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn subscribe(&self, call: Call) -> Result<Step, ErrorObject> {
         let p: SubscribeRequestParams = parse(call.req.params.as_deref())?;
         let subscribe = &*call.req.method == methods::RESOURCES_SUBSCRIBE;
         let changed = {
@@ -61,7 +63,7 @@ impl EraLayer {
         encode(&EmptyResult::new()).map(Step::Now)
     }
 
-    pub(super) async fn read_resource(&self, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
+    pub(super) async fn read_resource(self: Arc<Self>, req: IncomingRequest, era: Era, peer: Peer) -> Reply {
         let p: ReadCall = parse(req.params.as_deref())?;
         let found = self.server.registry().find_resource(&p.uri);
         let Some((handler, rr)) = found else {

@@ -10,7 +10,7 @@ use crate::server::tasks;
 impl EraLayer {
     /// `tasks/get`, `tasks/update`, `tasks/cancel`: only for requests that declare the tasks
     /// extension (`-32021` otherwise), and only for tasks that exist (`-32602` otherwise).
-    pub(super) fn task_method(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn task_method(&self, call: Call) -> Result<Step, ErrorObject> {
         self.task(&call.req, &call.era).map(Step::Now)
     }
 

@@ -2,6 +2,7 @@
 //! validated, input requests and tasks of the stateless era).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use portico_schema::{
@@ -63,7 +64,7 @@ impl ParsedCall {
 }
 
 impl EraLayer {
-    pub(super) fn list_tools(&self, call: Call) -> Result<Step<'_>, ErrorObject> {
+    pub(super) fn list_tools(&self, call: Call) -> Result<Step, ErrorObject> {
         let (params, era) = (call.req.params.as_deref(), &call.era);
         let first_page = parse::<PaginatedRequestParams>(params)?.cursor.is_none();
         let generation = {
@@ -88,7 +89,7 @@ impl EraLayer {
     }
 
     pub(super) async fn call_tool(
-        &self,
+        self: Arc<Self>,
         req: IncomingRequest,
         era: Era,
         peer: Peer,
