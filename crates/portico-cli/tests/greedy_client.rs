@@ -212,10 +212,8 @@ fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_
     });
 }
 
-#[test]
-fn a_flood_for_one_http_client_leaves_another_client_answered() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
+/// `portico serve --http` on a free loopback port: the child and its MCP endpoint's URL.
+fn serve_http(cfg: &std::path::Path) -> (std::process::Child, String) {
     let mut gateway = portico()
         .args(["serve", "-c", cfg.to_str().expect("utf-8"), "--http", "127.0.0.1:0"])
         .stdin(Stdio::null())
@@ -223,7 +221,6 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn portico serve --http");
-    let pid = gateway.id();
     // The URL, from stderr (bounded: 200 lines); the rest of stderr is drained meanwhile.
     let mut lines = BufReader::new(gateway.stderr.take().expect("stderr")).lines();
     let url = (0..200)
@@ -235,24 +232,30 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         })
         .expect("portico serve --http names its URL");
     std::thread::spawn(move || lines.for_each(drop));
+    (gateway, url)
+}
+
+async fn connect_http(url: &str, name: &'static str) -> portico::client::Client {
+    let transport = portico::transport::http::client::HttpClientTransport::new(url);
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        portico::client::Client::builder(portico::schema::Implementation::new(name, "1")).connect(transport),
+    )
+    .await
+    .expect("connected in time")
+    .expect("connect")
+}
+
+#[test]
+fn a_flood_for_one_http_client_leaves_another_client_answered() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
+    let (mut gateway, url) = serve_http(&cfg);
+    let pid = gateway.id();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
-        let connect = |name: &'static str| {
-            let url = url.clone();
-            async move {
-                let transport = portico::transport::http::client::HttpClientTransport::new(url.as_str());
-                tokio::time::timeout(
-                    Duration::from_secs(20),
-                    portico::client::Client::builder(portico::schema::Implementation::new(name, "1"))
-                        .connect(transport),
-                )
-                .await
-                .expect("connected in time")
-                .expect("connect")
-            }
-        };
-        let flooded = connect("flooded").await;
-        let other = connect("other").await;
+        let flooded = connect_http(&url, "flooded").await;
+        let other = connect_http(&url, "other").await;
         let (idle_p50, idle_p99) = latencies(&other, 200).await;
         let steps = 50_000;
         let (flood, seen) = flood(&flooded, steps);
@@ -263,6 +266,137 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         flooded.close().await;
         other.close().await;
     });
+    let _ = gateway.kill();
+    let _ = gateway.wait();
+}
+
+/// Counts the complete HTTP/1.1 status lines in `bytes` (200s, and others), and drops what was
+/// counted, keeping a status line cut off at the end for the next read.
+fn status_lines(bytes: &mut Vec<u8>) -> (usize, usize) {
+    const START: &[u8] = b"HTTP/1.1 ";
+    let (mut ok, mut other, mut pos) = (0, 0, 0);
+    let keep = loop {
+        match bytes[pos..].windows(START.len()).position(|w| w == START) {
+            Some(i) if pos + i + START.len() + 3 <= bytes.len() => {
+                let status = &bytes[pos + i + START.len()..pos + i + START.len() + 3];
+                if status == b"200" {
+                    ok += 1;
+                } else {
+                    other += 1;
+                }
+                pos += i + START.len() + 3;
+            }
+            Some(i) => break pos + i,
+            None => break bytes.len().saturating_sub(START.len()).max(pos),
+        }
+    };
+    bytes.drain(..keep);
+    (ok, other)
+}
+
+/// One HTTP/1.1 exchange on a connection of its own (`Connection: close`): the whole response.
+fn http_exchange(addr: &str, body: &str, session: Option<&str>) -> String {
+    use std::io::Read;
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let session =
+        session.map(|s| format!("mcp-session-id: {s}\r\nmcp-protocol-version: 2025-11-25\r\n")).unwrap_or_default();
+    write!(
+        tcp,
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, \
+         text/event-stream\r\n{session}content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).expect("read");
+    out
+}
+
+/// A client that pipelines 10,000 calls on one HTTP/1.1 connection and reads nothing: the
+/// gateway stops reading that connection once its socket buffers are full, its memory stays
+/// bounded, another client's calls keep their latency, and once the client reads, every call
+/// is answered.
+#[test]
+fn an_http_client_pipelining_ten_thousand_calls_unread_leaves_another_client_answered() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
+    let (mut gateway, url) = serve_http(&cfg);
+    let pid = gateway.id();
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let other = rt.block_on(connect_http(&url, "other"));
+    let (idle_p50, idle_p99) = rt.block_on(latencies(&other, 200));
+
+    // The greedy client's session.
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"greedy","version":"1"}}}"#;
+    let answer = http_exchange(&addr, init, None);
+    let session = answer
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let answer = http_exchange(&addr, note, Some(&session));
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+
+    // 10,000 requests written back to back on one connection, from another thread; nobody reads.
+    let mut tcp = std::net::TcpStream::connect(&addr).expect("connect");
+    let mut sink = tcp.try_clone().expect("clone");
+    let (host, sid) = (addr.clone(), session.clone());
+    let writer = std::thread::spawn(move || {
+        for i in 0..CALLS {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"tools/call","params":{{"name":"ev__add","arguments":{{"a":{i},"b":1}}}}}}"#,
+                i + 1
+            );
+            let request = format!(
+                "POST /mcp HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\naccept: application/json, \
+                 text/event-stream\r\nmcp-session-id: {sid}\r\nmcp-protocol-version: 2025-11-25\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if sink.write_all(request.as_bytes()).is_err() {
+                return i;
+            }
+        }
+        CALLS
+    });
+    // Give the gateway time to fill the connection's buffers, then measure the other client.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut peak = rss_kib(pid);
+    let (busy_p50, busy_p99) = rt.block_on(latencies(&other, 200));
+    peak = peak.max(rss_kib(pid));
+    assert!(peak > 0, "no RSS read for pid {pid}");
+    assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB while the client did not read");
+
+    // The client reads: every call is answered, each with a 200.
+    tcp.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let (mut answered, mut refused, mut carry) = (0usize, 0usize, Vec::new());
+    let mut buf = vec![0u8; 64 * 1024];
+    let reading = Instant::now();
+    while answered + refused < CALLS {
+        assert!(reading.elapsed() < Duration::from_secs(120), "only {answered} of {CALLS} answers");
+        let n = tcp.read(&mut buf).expect("read");
+        assert!(n > 0, "the connection closed after {answered} answers");
+        carry.extend_from_slice(&buf[..n]);
+        let (ok, other) = status_lines(&mut carry);
+        (answered, refused) = (answered + ok, refused + other);
+    }
+    let written = writer.join().expect("writer");
+    eprintln!(
+        "greedy HTTP client: {written} calls pipelined on one connection, {answered} answered 200; gateway RSS while \
+         unread {peak} KiB; the other client's other__add latency idle p50 {:.2} ms p99 {:.2} ms, while unread p50 \
+         {:.2} ms p99 {:.2} ms",
+        ms(idle_p50),
+        ms(idle_p99),
+        ms(busy_p50),
+        ms(busy_p99)
+    );
+    assert_eq!((written, answered, refused), (CALLS, CALLS, 0));
+    rt.block_on(other.close());
     let _ = gateway.kill();
     let _ = gateway.wait();
 }
