@@ -655,7 +655,9 @@ async fn session_cycles(srv: &Arc<Srv>, cycles: usize, delete: bool) {
 async fn soak_http_session_churn() {
     let cycles = soak_count("SOAK_HTTP_CYCLES", 20_000);
     let abandoned = soak_count("SOAK_HTTP_ABANDONED", 5_000);
-    let idle = Duration::from_secs(2);
+    // Short, so that short runs see abandoned sessions reaped; longer for long runs on a busy
+    // machine, where a starved process must not reap a session between two of its requests.
+    let idle = Duration::from_secs(soak_count("SOAK_HTTP_IDLE_SECS", 2) as u64);
     let srv = Arc::new(start(|h| h.session_idle_timeout(idle).max_sessions(abandoned + 100)).await);
     // Warm-up (clean cycles, and one wave of abandoned sessions reaped), then the baseline:
     // the allocator keeps memory it once needed, so the baseline is taken after the peak.
