@@ -473,7 +473,7 @@ async fn a_stalled_sse_reader_cannot_grow_server_memory() {
         .await
         .expect("get");
     let before = rss_kib();
-    // 20 000 notifications of ~2 KB each (40 MB if they were all kept).
+    // 20,000 tool replacements, each a `list_changed` notification to the stalled stream.
     let desc = "d".repeat(2000);
     for i in 0..20_000 {
         srv.server.add_tool(
@@ -487,6 +487,42 @@ async fn a_stalled_sse_reader_cannot_grow_server_memory() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let grown_mib = rss_kib().saturating_sub(before) / 1024;
     assert!(grown_mib < 30, "server memory grew by {grown_mib} MiB for a reader that never reads");
+    drop(stalled);
+}
+
+/// A response stream nobody reads, with a queue long in messages: its bound in bytes holds.
+#[tokio::test]
+async fn a_stalled_sse_reader_is_bounded_in_bytes_as_well_as_messages() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let srv = start(|h| h.stream_buffer(1_000_000).stream_buffer_bytes(1024 * 1024)).await;
+    let sid = srv.initialize("2025-11-25").await;
+    // 20,000 progress notifications of ~2 KB: 40 MB if the queue kept them, as its message
+    // bound would allow.
+    let done = Arc::new(AtomicBool::new(false));
+    let finished = done.clone();
+    let note = "n".repeat(2000);
+    srv.server.add_tool(
+        Tool::new("chatty", JsonObject::new()),
+        move |_: Empty, cx: portico::server::RequestContext| {
+            let (note, finished) = (note.clone(), finished.clone());
+            async move {
+                for i in 0..20_000u32 {
+                    let _ = cx.progress(f64::from(i), None, Some(&note)).await;
+                }
+                finished.store(true, Ordering::SeqCst);
+                "done"
+            }
+        },
+    );
+    let before = rss_kib();
+    let headers = [("mcp-session-id", sid.as_str()), ("mcp-protocol-version", "2025-11-25")];
+    let call = json!({"jsonrpc":"2.0","id":9,"method":"tools/call",
+        "params":{"name":"chatty","arguments":{},"_meta":{"progressToken":1}}});
+    let stalled = srv.post(call, &headers).await;
+    assert!(eventually_for(Duration::from_secs(60), || done.load(Ordering::SeqCst)).await, "the tool finished");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let grown_mib = rss_kib().saturating_sub(before) / 1024;
+    assert!(grown_mib < 20, "server memory grew by {grown_mib} MiB for a reader that never reads");
     drop(stalled);
 }
 

@@ -71,7 +71,7 @@ pub(crate) async fn open(State(shared): State<Arc<Shared>>, req: Request) -> Res
     let owner = super::principal(req.extensions());
     lock(&shared.legacy.inner).insert(id.clone(), Entry { owner, writer: Arc::new(tokio::sync::Mutex::new(writer)) });
 
-    let (tx, rx) = tokio::sync::mpsc::channel(shared.config.stream_buffer);
+    let (tx, rx) = sse::channel(shared.config.stream_buffer, shared.config.stream_buffer_bytes);
     let endpoint = format!("{}?sessionId={id}", legacy.post_path);
     let _ = tx.try_send(SseItem::Endpoint(endpoint));
     tokio::spawn(async move {

@@ -41,7 +41,6 @@ use http::header::{ACCEPT, ALLOW, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 use portico_schema::{ErrorObject, ProtocolVersion};
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::mpsc;
 
 pub use listen::{ServeOptions, serve_app};
 pub use sessions::{EventStore, MemoryEventStore};
@@ -73,6 +72,7 @@ struct Config {
     keep_alive: Duration,
     retry_ms: Option<u64>,
     stream_buffer: usize,
+    stream_buffer_bytes: usize,
     legacy: Option<LegacyPaths>,
     #[cfg(feature = "auth-server")]
     auth: Option<crate::auth::server::ResourceServer>,
@@ -108,6 +108,7 @@ impl StreamableHttp {
                 keep_alive: Duration::from_secs(15),
                 retry_ms: Some(1000),
                 stream_buffer: 256,
+                stream_buffer_bytes: 4 * 1024 * 1024,
                 legacy: Some(LegacyPaths { sse_path: "/sse".into(), post_path: "/messages".into() }),
                 #[cfg(feature = "auth-server")]
                 auth: None,
@@ -160,9 +161,19 @@ impl StreamableHttp {
     }
 
     /// Messages buffered for one SSE client before it is disconnected as too slow (it may
-    /// resume with `Last-Event-ID`); default 256.
+    /// resume with `Last-Event-ID`); default 256. See also
+    /// [`stream_buffer_bytes`](Self::stream_buffer_bytes).
     pub fn stream_buffer(mut self, n: usize) -> Self {
         self.config.stream_buffer = n.max(1);
+        self
+    }
+
+    /// Bytes of messages buffered for one SSE client (default 4 MiB): past it, a client is
+    /// disconnected as too slow (it may resume), or, for the final answer of a request and the
+    /// legacy transport, the server waits for it to read. A single message larger than this is
+    /// sent alone.
+    pub fn stream_buffer_bytes(mut self, n: usize) -> Self {
+        self.config.stream_buffer_bytes = n.max(1);
         self
     }
 
@@ -410,7 +421,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>)
         );
     };
     let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_event_id);
-    let (tx, rx) = mpsc::channel(shared.config.stream_buffer);
+    let (tx, rx) = sse::channel(shared.config.stream_buffer, shared.config.stream_buffer_bytes);
     let (stream, after) = match resume {
         Some((stream, seq)) => (stream, Some(seq)),
         None => (GET_STREAM, None),

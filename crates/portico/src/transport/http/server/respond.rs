@@ -191,7 +191,7 @@ impl<'a> Run<'a> {
         close: CloseStream,
     ) -> (axum::body::Body, Option<String>) {
         let config = &self.shared.config;
-        let (sse_tx, sse_rx) = mpsc::channel(config.stream_buffer.max(pending.len() + 2));
+        let (sse_tx, sse_rx) = sse::channel(config.stream_buffer.max(pending.len() + 2), config.stream_buffer_bytes);
         match &self.session {
             Some(s) => {
                 let stream = s.open_stream();

@@ -10,9 +10,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
 use rand::RngCore;
-use tokio::sync::mpsc;
 
-use super::sse::SseItem;
+use super::sse::{SseItem, SseSender};
 use crate::rpc::link::Link;
 use crate::sync::lock;
 
@@ -91,7 +90,7 @@ impl EventStore for MemoryEventStore {
 pub(crate) const GET_STREAM: u64 = 0;
 
 struct Live {
-    tx: Option<mpsc::Sender<SseItem>>,
+    tx: Option<SseSender>,
     next_seq: u64,
     done: bool,
 }
@@ -162,7 +161,7 @@ impl HttpSession {
 
     /// Connects a client to `stream`, first replaying what it missed after event `after`.
     /// False when the stream cannot be resumed.
-    pub(crate) fn attach(&self, stream: u64, after: Option<u64>, tx: mpsc::Sender<SseItem>) -> bool {
+    pub(crate) fn attach(&self, stream: u64, after: Option<u64>, tx: SseSender) -> bool {
         let mut live = lock(&self.live);
         let entry = live.entry(stream).or_insert(Live { tx: None, next_seq: 1, done: false });
         if let Some(after) = after {
