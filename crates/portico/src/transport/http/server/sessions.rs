@@ -29,22 +29,57 @@ pub trait EventStore: Send + Sync + 'static {
     fn remove_session(&self, session: &str);
 }
 
-/// Per stream (oldest first): its number and its `(seq, message)` events.
-type SessionEvents = VecDeque<(u64, VecDeque<(u64, Bytes)>)>;
+/// What one session's streams logged: per stream (oldest first), its number and its
+/// `(seq, message)` events; and their bytes.
+#[derive(Debug, Default)]
+struct SessionEvents {
+    streams: VecDeque<(u64, VecDeque<(u64, Bytes)>)>,
+    bytes: usize,
+}
 
-/// The default [`EventStore`]: in memory, at most `per_stream` messages per stream and
-/// `streams` streams per session (the oldest are forgotten first).
+impl SessionEvents {
+    /// Forgets the oldest event of the oldest stream (and that stream, once empty).
+    fn evict_oldest(&mut self) {
+        if let Some((_, events)) = self.streams.front_mut() {
+            if let Some((_, m)) = events.pop_front() {
+                self.bytes -= m.len();
+            }
+            if events.is_empty() {
+                self.streams.pop_front();
+            }
+        }
+    }
+}
+
+/// The default [`EventStore`]: in memory, at most `per_stream` messages per stream, `streams`
+/// streams per session and 4 MiB of messages per session
+/// ([`with_max_bytes`](Self::with_max_bytes)); the oldest are forgotten first, and a stream
+/// whose forgotten events a client asks for cannot be resumed (it is never replayed with a gap).
 #[derive(Debug)]
 pub struct MemoryEventStore {
     per_stream: usize,
     streams: usize,
+    max_bytes: usize,
     inner: Mutex<HashMap<String, SessionEvents>>,
 }
 
 impl MemoryEventStore {
     /// A store keeping `per_stream` messages of the last `streams` streams of each session.
     pub fn new(per_stream: usize, streams: usize) -> Self {
-        MemoryEventStore { per_stream: per_stream.max(1), streams: streams.max(1), inner: Mutex::new(HashMap::new()) }
+        MemoryEventStore {
+            per_stream: per_stream.max(1),
+            streams: streams.max(1),
+            max_bytes: 4 * 1024 * 1024,
+            inner: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The most bytes of messages kept per session (default 4 MiB). The newest message is kept
+    /// even when it alone is larger.
+    #[must_use]
+    pub fn with_max_bytes(mut self, n: usize) -> Self {
+        self.max_bytes = n;
+        self
     }
 }
 
@@ -57,27 +92,40 @@ impl Default for MemoryEventStore {
 impl EventStore for MemoryEventStore {
     fn store(&self, session: &str, stream: u64, seq: u64, message: Bytes) {
         let mut all = lock(&self.inner);
-        let streams = all.entry(session.to_owned()).or_default();
-        let idx = match streams.iter().position(|(s, _)| *s == stream) {
+        let log = all.entry(session.to_owned()).or_default();
+        let idx = match log.streams.iter().position(|(s, _)| *s == stream) {
             Some(i) => i,
             None => {
-                if streams.len() >= self.streams {
-                    streams.pop_front();
+                if log.streams.len() >= self.streams
+                    && let Some((_, gone)) = log.streams.pop_front()
+                {
+                    log.bytes -= gone.iter().map(|(_, m)| m.len()).sum::<usize>();
                 }
-                streams.push_back((stream, VecDeque::new()));
-                streams.len() - 1
+                log.streams.push_back((stream, VecDeque::new()));
+                log.streams.len() - 1
             }
         };
-        let events = &mut streams[idx].1;
-        if events.len() >= self.per_stream {
-            events.pop_front();
+        let events = &mut log.streams[idx].1;
+        if events.len() >= self.per_stream
+            && let Some((_, m)) = events.pop_front()
+        {
+            log.bytes -= m.len();
         }
+        log.bytes += message.len();
         events.push_back((seq, message));
+        // Over the byte bound: forget from the oldest, but never the message just stored.
+        while log.bytes > self.max_bytes && log.streams.iter().map(|(_, e)| e.len()).sum::<usize>() > 1 {
+            log.evict_oldest();
+        }
     }
 
     fn replay(&self, session: &str, stream: u64, after: u64) -> Option<Vec<(u64, Bytes)>> {
         let all = lock(&self.inner);
-        let (_, events) = all.get(session)?.iter().find(|(s, _)| *s == stream)?;
+        let (_, events) = all.get(session)?.streams.iter().find(|(s, _)| *s == stream)?;
+        // Events after `after` were forgotten: resuming would skip them silently.
+        if events.front().is_some_and(|(first, _)| *first > after.saturating_add(1)) {
+            return None;
+        }
         Some(events.iter().filter(|(seq, _)| *seq > after).cloned().collect())
     }
 
@@ -306,5 +354,39 @@ impl Drop for Busy {
     fn drop(&mut self) {
         self.0.touch();
         self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(len: usize) -> Bytes {
+        Bytes::from(vec![b'x'; len])
+    }
+
+    #[test]
+    fn the_store_keeps_a_session_within_its_bytes_and_never_replays_a_gap() {
+        let store = MemoryEventStore::new(100, 4).with_max_bytes(1_000);
+        for seq in 1..=5 {
+            store.store("s", 1, seq, msg(300));
+        }
+        // 1,500 bytes logged: the oldest two are forgotten.
+        let kept = store.replay("s", 1, 2).expect("events 3 to 5 are kept");
+        assert_eq!(kept.iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [3, 4, 5]);
+        assert!(store.replay("s", 1, 1).is_none(), "event 2 is forgotten: no resuming with a gap");
+        assert!(store.replay("s", 1, 0).is_none());
+        // Another stream's message pushes out the oldest stream's events first.
+        store.store("s", 2, 1, msg(600));
+        assert_eq!(store.replay("s", 1, 4).map(|e| e.len()), Some(1), "event 5 is kept");
+        assert!(store.replay("s", 1, 3).is_none(), "events 3 and 4 gave way");
+        assert_eq!(store.replay("s", 2, 0).map(|e| e.len()), Some(1));
+        // A message larger than the bound is kept alone.
+        store.store("s", 3, 1, msg(5_000));
+        assert_eq!(store.replay("s", 3, 0).map(|e| e[0].1.len()), Some(5_000));
+        assert!(store.replay("s", 2, 0).is_none(), "the older streams gave way");
+        // Other sessions are untouched.
+        store.store("t", 1, 1, msg(10));
+        assert_eq!(store.replay("t", 1, 0).map(|e| e.len()), Some(1));
     }
 }
