@@ -23,6 +23,13 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// When `pid` started (field 22 of `/proc/PID/stat`, in clock ticks since boot); `None` once it
+/// is gone. With the pid, it names one process even when pids are reused.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(19)?.parse().ok()
+}
+
 fn zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .is_ok_and(|stat| stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()) == Some("Z"))
@@ -48,7 +55,7 @@ async fn soak_stdio_spawn_and_kill() {
         host.reload(two.clone()).await;
         host.ready(Duration::from_secs(30)).await;
         if let Some(pid) = host.upstream("b").and_then(|u| u.status().pid) {
-            seen.insert(pid);
+            seen.insert((pid, start_time(pid)));
             spawned += 1;
         }
         host.reload(one.clone()).await;
@@ -56,7 +63,7 @@ async fn soak_stdio_spawn_and_kill() {
         let Some(pid) = host.upstream("a").and_then(|u| u.status().pid) else {
             panic!("round {i}: `a` has no process: {:?}", host.upstream("a").map(|u| u.status()));
         };
-        seen.insert(pid);
+        seen.insert((pid, start_time(pid)));
         let h = host.clone();
         let call = tokio::spawn(async move { h.call_tool("a__sleep", json!({"ms": 5000}), None).await });
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -91,10 +98,16 @@ async fn soak_stdio_spawn_and_kill() {
         eventually(Duration::from_secs(10), || common::children(me).iter().all(|p| !common::alive(*p)).then_some(()))
             .await;
     let zombies: Vec<u32> = common::children(me).into_iter().filter(|p| zombie(*p)).collect();
-    let orphans: Vec<u32> = seen.iter().copied().filter(|p| common::alive(*p) && !zombie(*p)).collect();
+    // A pid counts as ours only with the start time it had: pids are reused (pid_max may be
+    // 32,768, fewer than a long run's spawns and the machine's other processes).
+    let orphans: Vec<u32> = seen
+        .iter()
+        .filter(|(p, started)| common::alive(*p) && !zombie(*p) && start_time(*p) == *started)
+        .map(|(p, _)| *p)
+        .collect();
     eprintln!(
         "SOAK stdio-upstreams: {rounds} rounds in {:.1} s: {spawned} spawns, {killed_mid_call} SIGKILLs mid-call \
-         ({failed_as_expected} of those calls failed cleanly), {} distinct pids; open fds {fds} -> {fds_after}; \
+         ({failed_as_expected} of those calls failed cleanly), {} distinct processes; open fds {fds} -> {fds_after}; \
          RSS KiB {rss} -> {rss_after}; zombies while running {}, after shutdown {}; orphans {}",
         elapsed.as_secs_f64(),
         seen.len(),
