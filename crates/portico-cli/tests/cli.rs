@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{alive, children, config, ev, everything, portico, run, write};
+use common::{Guard, alive, children, config, ev, everything, portico, run, write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -125,16 +125,6 @@ fn direct_server_and_import() {
         toml.to_str().expect("utf-8"),
     ]));
     assert_eq!(code, 2, "import never overwrites a file");
-}
-
-/// Kills the process when dropped, so a failed test leaves nothing running.
-struct Guard(std::process::Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{config, ev, portico};
+use common::{Guard, config, ev, portico};
 
 const CALLS: usize = 10_000;
 /// The gateway's resident memory while the client does not read (it is about 20 MB idle).
@@ -35,16 +35,18 @@ fn is_notification(line: &str) -> bool {
 fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answered() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = config(dir.path(), &ev("ev"));
-    let mut child = portico()
-        .args(["serve", "-c", cfg.to_str().expect("utf-8")])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn portico");
-    let pid = child.id();
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut child = Guard(
+        portico()
+            .args(["serve", "-c", cfg.to_str().expect("utf-8")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn portico"),
+    );
+    let pid = child.0.id();
+    let mut stdin = child.0.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(child.0.stdout.take().expect("stdout")).lines();
 
     // The handshake, read as a client must.
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"greedy","version":"1"}}}"#;
@@ -110,8 +112,7 @@ fn ten_thousand_pipelined_calls_never_read_keep_memory_bounded_then_all_are_answ
         }
     }
     eprintln!("greedy client: {CALLS} calls answered; gateway peak RSS while unread {peak} KiB");
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
     drop(writer);
 }
 
@@ -213,7 +214,7 @@ fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_
 }
 
 /// `portico serve --http` on a free loopback port: the child and its MCP endpoint's URL.
-fn serve_http(cfg: &std::path::Path) -> (std::process::Child, String) {
+fn serve_http(cfg: &std::path::Path) -> (Guard, String) {
     let mut gateway = portico()
         .args(["serve", "-c", cfg.to_str().expect("utf-8"), "--http", "127.0.0.1:0"])
         .stdin(Stdio::null())
@@ -232,7 +233,7 @@ fn serve_http(cfg: &std::path::Path) -> (std::process::Child, String) {
         })
         .expect("portico serve --http names its URL");
     std::thread::spawn(move || lines.for_each(drop));
-    (gateway, url)
+    (Guard(gateway), url)
 }
 
 async fn connect_http(url: &str, name: &'static str) -> portico::client::Client {
@@ -250,8 +251,8 @@ async fn connect_http(url: &str, name: &'static str) -> portico::client::Client 
 fn a_flood_for_one_http_client_leaves_another_client_answered() {
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
-    let (mut gateway, url) = serve_http(&cfg);
-    let pid = gateway.id();
+    let (gateway, url) = serve_http(&cfg);
+    let pid = gateway.0.id();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     rt.block_on(async {
         let flooded = connect_http(&url, "flooded").await;
@@ -266,8 +267,7 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         flooded.close().await;
         other.close().await;
     });
-    let _ = gateway.kill();
-    let _ = gateway.wait();
+    drop(gateway);
 }
 
 /// Counts the complete HTTP/1.1 status lines in `bytes` (200s, and others), and drops what was
@@ -322,8 +322,8 @@ fn an_http_client_pipelining_ten_thousand_calls_unread_leaves_another_client_ans
     use std::io::Read;
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = config(dir.path(), &format!("{}{}", ev("ev"), ev("other")));
-    let (mut gateway, url) = serve_http(&cfg);
-    let pid = gateway.id();
+    let (gateway, url) = serve_http(&cfg);
+    let pid = gateway.0.id();
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let other = rt.block_on(connect_http(&url, "other"));
@@ -397,6 +397,5 @@ fn an_http_client_pipelining_ten_thousand_calls_unread_leaves_another_client_ans
     );
     assert_eq!((written, answered, refused), (CALLS, CALLS, 0));
     rt.block_on(other.close());
-    let _ = gateway.kill();
-    let _ = gateway.wait();
+    drop(gateway);
 }

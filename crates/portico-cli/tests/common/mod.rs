@@ -83,3 +83,13 @@ pub fn config(dir: &Path, servers: &str) -> PathBuf {
 pub fn ev(name: &str) -> String {
     format!("[servers.{name}]\ncommand = {:?}\n", everything().display().to_string())
 }
+
+/// Kills the process when dropped, so a failed test leaves nothing running.
+pub struct Guard(pub std::process::Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
