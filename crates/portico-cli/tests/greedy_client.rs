@@ -136,15 +136,15 @@ async fn latencies(client: &portico::client::Client, n: usize) -> (Duration, Dur
     (times[n / 2], times[n * 99 / 100])
 }
 
+/// The flooding call: its result, and how long it took.
+type FloodCall = tokio::task::JoinHandle<(Result<portico::schema::CallToolResult, portico::Error>, Duration)>;
+
 /// Starts a flood of `steps` progress and log notifications from `ev__countdown` on `client`,
 /// counting the progress notifications that reach it.
 fn flood(
     client: &portico::client::Client,
     steps: usize,
-) -> (
-    tokio::task::JoinHandle<Result<portico::schema::CallToolResult, portico::Error>>,
-    std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) {
+) -> (FloodCall, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::Ordering;
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counter = seen.clone();
@@ -153,7 +153,9 @@ fn flood(
     });
     let client = client.clone();
     let task = tokio::spawn(async move {
-        client.call_tool_with("ev__countdown", serde_json::json!({ "steps": steps }), options).await
+        let started = Instant::now();
+        let r = client.call_tool_with("ev__countdown", serde_json::json!({ "steps": steps }), options).await;
+        (r, started.elapsed())
     });
     (task, seen)
 }
@@ -165,7 +167,7 @@ fn ms(d: Duration) -> f64 {
 /// Waits for the flood to end (2 min at most), prints what reached the client, the gateway's peak
 /// RSS and the latencies, and checks the flood was forwarded within the memory bound.
 async fn flood_ends(
-    flood: tokio::task::JoinHandle<Result<portico::schema::CallToolResult, portico::Error>>,
+    flood: FloodCall,
     seen: &std::sync::atomic::AtomicUsize,
     steps: usize,
     pid: u32,
@@ -174,21 +176,27 @@ async fn flood_ends(
     (busy_p50, busy_p99): (Duration, Duration),
 ) {
     let peak = rss_kib(pid);
-    let done = tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
+    let (done, took) =
+        tokio::time::timeout(Duration::from_secs(120), flood).await.expect("the flood ends").expect("join");
     let done = done.expect("countdown");
     assert_eq!(done.is_error, None, "{done:?}");
     let peak = peak.max(rss_kib(pid));
     let progress = seen.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!(
-        "{what}: {steps} steps, {progress} progress notifications reached the client (a flood beyond the gateway's \
-         per-call queue is dropped); gateway RSS {peak} KiB; latency idle p50 {:.2} ms p99 {:.2} ms, during the flood \
-         p50 {:.2} ms p99 {:.2} ms",
+        "{what}: {steps} steps in {:.1} s, {progress} progress notifications reached the client (a flood beyond the \
+         gateway's per-call queue is dropped); gateway RSS {peak} KiB; latency idle p50 {:.2} ms p99 {:.2} ms, during \
+         the flood p50 {:.2} ms p99 {:.2} ms",
+        took.as_secs_f64(),
         ms(idle_p50),
         ms(idle_p99),
         ms(busy_p50),
         ms(busy_p99)
     );
     assert!(progress > 0 && progress <= steps, "progress forwarded: {progress}");
+    // The gateway reads the upstream's notifications at 2,000 a second, a burst of as many:
+    // `steps` progress notifications (and as many log messages) take at least this long.
+    let floor = Duration::from_secs_f64((steps as f64 - 2_000.0).max(0.0) / 2_000.0);
+    assert!(took >= floor, "the flood of {steps} steps took {took:?}, under the rate's {floor:?}");
     assert!(peak < RSS_BOUND_KIB, "the gateway grew to {peak} KiB under the flood");
 }
 
@@ -201,8 +209,10 @@ fn an_upstream_flooding_notifications_keeps_the_gateway_bounded_and_other_calls_
         let (client, child) = common::serve_and_connect(&["serve", "-c", cfg.to_str().expect("utf-8")]).await;
         let pid = child.pid();
         let (idle_p50, idle_p99) = latencies(&client, 200).await;
-        // 50,000 steps, each a progress and a log notification, as fast as the upstream can.
-        let steps = 50_000;
+        // 20,000 steps, each a progress and a log notification, as fast as the upstream can
+        // write them; the gateway reads 2,000 notifications a second from it (the default
+        // `max_notifications_per_sec`), so the flood lasts about 20 s.
+        let steps = 20_000;
         let (flood, seen) = flood(&client, steps);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let (busy_p50, busy_p99) = latencies(&client, 200).await;
@@ -258,7 +268,7 @@ fn a_flood_for_one_http_client_leaves_another_client_answered() {
         let flooded = connect_http(&url, "flooded").await;
         let other = connect_http(&url, "other").await;
         let (idle_p50, idle_p99) = latencies(&other, 200).await;
-        let steps = 50_000;
+        let steps = 20_000;
         let (flood, seen) = flood(&flooded, steps);
         tokio::time::sleep(Duration::from_millis(100)).await;
         let (busy_p50, busy_p99) = latencies(&other, 200).await;

@@ -208,6 +208,9 @@ pub struct ServerConfig {
     pub max_concurrent: usize,
     /// The largest result passed on, in bytes of JSON.
     pub max_result_bytes: usize,
+    /// Notifications read from it per second (a burst of as many) before reading pauses: a
+    /// server that floods notifications cannot take the gateway's CPU from the others.
+    pub max_notifications_per_sec: u32,
     /// Roots given to the server.
     pub roots: Vec<String>,
     /// One process (or HTTP session) for all clients, or one per downstream session.
@@ -735,6 +738,12 @@ fn validate_server(
             .unwrap_or(Duration::from_secs(30)),
         max_concurrent: positive(s.max_concurrent, "max_concurrent", 32)?,
         max_result_bytes: positive(s.max_result_bytes, "max_result_bytes", 16 << 20)?,
+        max_notifications_per_sec: u32::try_from(positive(
+            s.max_notifications_per_sec,
+            "max_notifications_per_sec",
+            2_000,
+        )?)
+        .unwrap_or(u32::MAX),
         roots: s.roots,
         isolate,
         trusted: s.trusted.unwrap_or(false),

@@ -198,6 +198,10 @@ pub struct RawServer {
     /// Largest result passed on, in bytes; 16 MiB when not set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_result_bytes: Option<usize>,
+    /// Notifications read from this server per second before reading pauses; 2,000 when not
+    /// set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_notifications_per_sec: Option<usize>,
     /// Roots given to the server (`file://` URIs).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roots: Vec<String>,

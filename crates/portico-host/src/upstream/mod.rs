@@ -674,6 +674,7 @@ async fn open(
         .handler(handler)
         .capabilities(handler::capabilities(config))
         .request_timeout(config.timeout)
+        .max_notification_rate(config.max_notifications_per_sec)
         .probe_timeout(config.startup_timeout.min(Duration::from_secs(10)))
         .era(match config.protocol_version {
             None => portico::client::EraMode::Auto,

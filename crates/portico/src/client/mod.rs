@@ -79,6 +79,7 @@ pub struct ClientBuilder {
     probe_timeout: Duration,
     max_input_rounds: usize,
     layers: Vec<crate::middleware::LayerFn>,
+    notification_rate: Option<u32>,
 }
 
 impl ClientBuilder {
@@ -117,6 +118,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Reads at most `per_second` notifications a second from the server, with a burst of as
+    /// many: past it, reading pauses until the rate allows, so a server that floods
+    /// notifications backs up in its own writes instead of taking this process's CPU from
+    /// everything else. Nothing is dropped; the server's answers wait behind its notifications.
+    /// Default: no limit.
+    pub fn max_notification_rate(mut self, per_second: u32) -> Self {
+        self.notification_rate = Some(per_second.max(1));
+        self
+    }
+
     /// Time allowed for the `server/discover` probe before assuming the handshake era
     /// (default 5 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
@@ -138,7 +149,12 @@ impl ClientBuilder {
         let peer = rpc::start(
             transport,
             service.clone(),
-            RpcConfig { name: "client", cancel_on_input_end: true, ..RpcConfig::default() },
+            RpcConfig {
+                name: "client",
+                cancel_on_input_end: true,
+                notification_rate: self.notification_rate,
+                ..RpcConfig::default()
+            },
         );
         let mut inner = Inner {
             peer,
@@ -262,6 +278,7 @@ impl Client {
             probe_timeout: Duration::from_secs(5),
             max_input_rounds: 16,
             layers: Vec::new(),
+            notification_rate: None,
         }
     }
 

@@ -40,6 +40,7 @@ pub(crate) fn start<T: Transport, S: Endpoint>(transport: T, service: Arc<S>, co
         in_flight: Arc::new(Mutex::new(HashMap::new())),
         max_queued: config.max_queued,
         cancel_on_input_end: config.cancel_on_input_end,
+        notification_rate: config.notification_rate,
     };
     tokio::spawn(dispatcher.run(frames(reader), writer_done).instrument(span));
     peer
@@ -120,6 +121,32 @@ struct Dispatcher<S> {
     in_flight: InFlight,
     max_queued: usize,
     cancel_on_input_end: bool,
+    notification_rate: Option<u32>,
+}
+
+/// A token bucket over the notifications read from the peer: `rate` a second, a burst of as
+/// many. Reading pauses while it is empty, so a peer that floods notifications backs up in its
+/// own writes instead of taking the reader's CPU from everything else.
+struct Throttle {
+    rate: f64,
+    tokens: f64,
+    at: tokio::time::Instant,
+}
+
+impl Throttle {
+    fn new(rate: u32) -> Self {
+        let rate = f64::from(rate.max(1));
+        Throttle { rate, tokens: rate, at: tokio::time::Instant::now() }
+    }
+
+    /// Spends `n` notifications; when the bucket is empty, the instant reading may go on.
+    fn spend(&mut self, n: usize) -> Option<tokio::time::Instant> {
+        let now = tokio::time::Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * self.rate).min(self.rate);
+        self.at = now;
+        self.tokens -= n as f64;
+        (self.tokens < 1.0).then(|| now + std::time::Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
+    }
 }
 
 /// A request admitted but waiting for a free slot.
@@ -168,8 +195,10 @@ impl<S: Endpoint> Dispatcher<S> {
         // Made once, not per message: waiting on a token registers with its mutex.
         let closed_token = self.peer.closed_token().clone();
         let mut closed = std::pin::pin!(closed_token.cancelled());
+        let mut throttle = self.notification_rate.map(Throttle::new);
+        let mut paused: Option<tokio::time::Instant> = None;
         let reason = loop {
-            let can_read = queue.len() < self.max_queued;
+            let can_read = queue.len() < self.max_queued && paused.is_none();
             tokio::select! {
                 biased;
                 _ = &mut closed => break "closed locally",
@@ -177,6 +206,9 @@ impl<S: Endpoint> Dispatcher<S> {
                     if let Some(q) = queue.pop_front() {
                         self.spawn(q, slot);
                     }
+                }
+                () = tokio::time::sleep_until(paused.unwrap_or_else(tokio::time::Instant::now)), if paused.is_some() => {
+                    paused = None;
                 }
                 item = frames.next(), if can_read => match item {
                     None => break "the peer closed the connection",
@@ -189,7 +221,12 @@ impl<S: Endpoint> Dispatcher<S> {
                         debug!(error = %e, "transport read failed");
                         break "the transport failed while reading";
                     }
-                    Some(Ok(frame)) => self.on_frame(&frame, &mut queue).await,
+                    Some(Ok(frame)) => {
+                        let notifications = self.on_frame(&frame, &mut queue).await;
+                        if let Some(t) = throttle.as_mut().filter(|_| notifications > 0) {
+                            paused = t.spend(notifications);
+                        }
+                    }
                 },
             }
         };
@@ -225,17 +262,25 @@ impl<S: Endpoint> Dispatcher<S> {
         writer_done.cancelled().await;
     }
 
-    async fn on_frame(&self, frame: &[u8], queue: &mut VecDeque<Queued>) {
+    /// Handles one frame; the number of notifications it held.
+    async fn on_frame(&self, frame: &[u8], queue: &mut VecDeque<Queued>) -> usize {
         match envelope::decode(frame) {
-            Frame::Single(msg) => self.on_message(msg, queue).await,
+            Frame::Single(msg) => {
+                let notification = matches!(msg, Ok(Incoming::Notification { .. }));
+                self.on_message(msg, queue).await;
+                usize::from(notification)
+            }
             Frame::Batch(items) => {
                 if !self.service.accepts_batches() {
                     let err =
                         ErrorObject::invalid_request("JSON-RPC batches are not supported by this protocol revision");
                     let _ = self.peer.send_raw(envelope::encode_error(None, &err)).await;
-                    return;
+                    return 0;
                 }
+                // Counted whole: a batch is not decoded message by message here.
+                let messages = items.len();
                 self.on_batch(items).await;
+                messages
             }
         }
     }

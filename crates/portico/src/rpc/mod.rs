@@ -42,6 +42,9 @@ pub(crate) struct RpcConfig {
     /// whose server is gone), instead of finishing them (a stdio server whose client closed
     /// stdin but still reads stdout).
     pub cancel_on_input_end: bool,
+    /// Notifications read from the peer per second, with a burst of as many: past it, reading
+    /// pauses (nothing is dropped; the peer's writes back up). `None`: no limit.
+    pub notification_rate: Option<u32>,
 }
 
 impl Default for RpcConfig {
@@ -52,6 +55,7 @@ impl Default for RpcConfig {
             outgoing_capacity: 1024,
             name: "mcp",
             cancel_on_input_end: false,
+            notification_rate: None,
         }
     }
 }

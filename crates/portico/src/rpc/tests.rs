@@ -228,3 +228,36 @@ async fn a_registered_request_leaves_the_in_flight_map_however_it_ends() {
         assert_eq!(lock(&in_flight).len(), 0, "{method}: its entry is gone");
     }
 }
+
+/// A peer flooding notifications is read at the configured rate: reading pauses (nothing is
+/// dropped), and what it sent after the flood waits for it.
+#[tokio::test(start_paused = true)]
+async fn notifications_past_the_rate_pause_reading_and_none_is_dropped() {
+    use crate::transport::{FrameReader, FrameWriter, Transport};
+    for (rate, floor) in [(None, Duration::ZERO), (Some(100), Duration::from_millis(1400))] {
+        let (a, b) = memory::pair();
+        let script = Arc::new(Script::default());
+        let _endpoint = start(a, script.clone(), RpcConfig { notification_rate: rate, ..RpcConfig::default() });
+        let (mut reader, mut writer) = b.split();
+        let started = tokio::time::Instant::now();
+        let writing = tokio::spawn(async move {
+            // A burst's worth (100), then 150 more: 1.5 s at 100 a second.
+            for _ in 0..250 {
+                writer.write_frame(br#"{"jsonrpc":"2.0","method":"notifications/message"}"#).await.expect("write");
+            }
+            writer.write_frame(br#"{"jsonrpc":"2.0","id":1,"method":"echo","params":{}}"#).await.expect("write");
+            writer
+        });
+        let answer = tokio::time::timeout(Duration::from_secs(10), reader.read_frame()).await.expect("answered");
+        assert!(answer.expect("read").is_some());
+        let waited = started.elapsed();
+        assert_eq!(script.notes.load(Ordering::SeqCst), 250, "{rate:?}: every notification handled");
+        assert!(waited >= floor, "{rate:?}: answered after {waited:?}");
+        if rate.is_none() {
+            assert!(waited < Duration::from_millis(100), "no limit, no pause: {waited:?}");
+        } else {
+            assert!(waited < Duration::from_millis(2000), "paused no longer than the rate needs: {waited:?}");
+        }
+        drop(writing.await.expect("writer"));
+    }
+}
