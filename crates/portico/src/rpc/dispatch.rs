@@ -196,7 +196,9 @@ impl<S: Endpoint> Dispatcher<S> {
         let closed_token = self.peer.closed_token().clone();
         let mut closed = std::pin::pin!(closed_token.cancelled());
         let mut throttle = self.notification_rate.map(Throttle::new);
-        let mut paused: Option<tokio::time::Instant> = None;
+        // Made only while reading is paused: a disabled `select!` branch's future is still
+        // built on every turn of the loop.
+        let mut paused: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
         let reason = loop {
             let can_read = queue.len() < self.max_queued && paused.is_none();
             tokio::select! {
@@ -207,7 +209,10 @@ impl<S: Endpoint> Dispatcher<S> {
                         self.spawn(q, slot);
                     }
                 }
-                () = tokio::time::sleep_until(paused.unwrap_or_else(tokio::time::Instant::now)), if paused.is_some() => {
+                () = std::future::poll_fn(|cx| match paused.as_mut() {
+                    Some(sleep) => sleep.as_mut().poll(cx),
+                    None => std::task::Poll::Pending,
+                }), if paused.is_some() => {
                     paused = None;
                 }
                 item = frames.next(), if can_read => match item {
@@ -224,7 +229,7 @@ impl<S: Endpoint> Dispatcher<S> {
                     Some(Ok(frame)) => {
                         let notifications = self.on_frame(&frame, &mut queue).await;
                         if let Some(t) = throttle.as_mut().filter(|_| notifications > 0) {
-                            paused = t.spend(notifications);
+                            paused = t.spend(notifications).map(|until| Box::pin(tokio::time::sleep_until(until)));
                         }
                     }
                 },
