@@ -474,9 +474,10 @@ pub(crate) struct Waiting {
     token: Cancel,
 }
 
-/// Hands a request to its handler and polls the handler's future once, here: a request that
-/// completes at once (an echo, a cached listing) is answered without a task, a wake-up or a
-/// second box around its future. It cannot have been cancelled yet: no other message was read
+/// Hands a request to its endpoint, which answers it at once (a cached listing: no future at
+/// all) or returns its future, polled once here: a request that completes in that poll (an
+/// echo) is answered without a task, a wake-up or a second box around its future. Both run
+/// inside the panic guard. It cannot have been cancelled yet: no other message was read
 /// meanwhile.
 pub(crate) fn start_request<S: Endpoint + ?Sized>(service: Arc<S>, peer: Peer, q: Queued, token: Cancel) -> Started {
     let span = tracing::debug_span!("mcp.request", method = &*q.method, id = %q.id);
