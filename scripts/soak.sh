@@ -5,7 +5,8 @@
 #
 #   scripts/soak.sh           the full counts: 1,000,000 HTTP cycles and 100,000 abandoned
 #                             sessions, 10,000 stdio spawns, 1,000 slowloris peers, a 30-minute
-#                             gateway soak (about 2 hours on 2 cores; figures in docs/reliability.md)
+#                             gateway soak (about 75 minutes on 2 cores once built; figures in
+#                             docs/reliability.md)
 #   scripts/soak.sh --short   the CI-sized runs (well under 2 minutes once built)
 #
 # The runs:
