@@ -116,7 +116,10 @@ impl EraLayer {
                 match self.start(req, peer, None, false)? {
                     Start::Step(Step::Now(bytes)) => Ok(bytes),
                     Start::Step(Step::Wait(fut)) => fut.await,
-                    Start::AfterInitialize(..) => unreachable!("a request waits for initialize once"),
+                    // `may_wait` is false: a request waits for initialize once.
+                    Start::AfterInitialize(..) => {
+                        Err(ErrorObject::internal_error("a request waited for initialize twice"))
+                    }
                 }
             })),
             Err(e) => Handled::Now(Err(e)),
