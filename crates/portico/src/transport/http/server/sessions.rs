@@ -93,6 +93,11 @@ impl EventStore for MemoryEventStore {
     fn store(&self, session: &str, stream: u64, seq: u64, message: Bytes) {
         let mut all = lock(&self.inner);
         let log = all.entry(session.to_owned()).or_default();
+        // Room for the message within the byte bound, made before it is stored so that it is
+        // never the one forgotten (the long-lived GET stream is often the oldest).
+        while log.bytes + message.len() > self.max_bytes && !log.streams.is_empty() {
+            log.evict_oldest();
+        }
         let idx = match log.streams.iter().position(|(s, _)| *s == stream) {
             Some(i) => i,
             None => {
@@ -113,10 +118,6 @@ impl EventStore for MemoryEventStore {
         }
         log.bytes += message.len();
         events.push_back((seq, message));
-        // Over the byte bound: forget from the oldest, but never the message just stored.
-        while log.bytes > self.max_bytes && log.streams.iter().map(|(_, e)| e.len()).sum::<usize>() > 1 {
-            log.evict_oldest();
-        }
     }
 
     fn replay(&self, session: &str, stream: u64, after: u64) -> Option<Vec<(u64, Bytes)>> {
@@ -385,6 +386,13 @@ mod tests {
         store.store("s", 3, 1, msg(5_000));
         assert_eq!(store.replay("s", 3, 0).map(|e| e[0].1.len()), Some(5_000));
         assert!(store.replay("s", 2, 0).is_none(), "the older streams gave way");
+        // A message to the oldest stream pushes out that stream's own older events, never itself.
+        let store = MemoryEventStore::new(100, 4).with_max_bytes(1_000);
+        store.store("s", 0, 1, msg(400));
+        store.store("s", 1, 1, msg(400));
+        store.store("s", 0, 2, msg(700));
+        assert_eq!(store.replay("s", 0, 1).map(|e| e[0].1.len()), Some(700), "the new message is kept");
+        assert!(store.replay("s", 1, 0).is_none(), "the next oldest gave way");
         // Other sessions are untouched.
         store.store("t", 1, 1, msg(10));
         assert_eq!(store.replay("t", 1, 0).map(|e| e.len()), Some(1));
