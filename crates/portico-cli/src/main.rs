@@ -20,6 +20,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+/// The allocator: see the `mimalloc` feature in Cargo.toml.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// An MCP gateway: many MCP servers joined into one, with a person in control.
 #[derive(Debug, Parser)]
 #[command(name = "portico", version, about, long_about = None)]
