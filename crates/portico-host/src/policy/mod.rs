@@ -486,10 +486,14 @@ impl Policy {
 
     /// Decides `req`: the first matching rule, else the default; an `ask` is answered by a
     /// stored "always allow" when one matches. A store that cannot be read counts as empty
-    /// (so the person is asked), with a warning in the log.
+    /// (so the person is asked), with a warning in the log. The store is looked at only for an
+    /// `ask`: an `allow` or a `deny` costs no file system call.
     pub fn decide(&self, req: &Request<'_>) -> Decision {
-        let always = self.stored();
-        self.decide_with(req, &always)
+        let decision = self.decide_with(req, &[]);
+        if decision.action != Action::Ask {
+            return decision;
+        }
+        answer_ask(decision, req, &self.stored())
     }
 
     /// [`decide`](Self::decide) with these stored answers instead of the store's.
