@@ -23,6 +23,7 @@
 //!   --sessions N      idle downstream HTTP sessions for the per-session figure (default 1000)
 //!   --tools N         tools of each idle upstream in the memory figures (default 10)
 //!   --no-audit        the gateway's activity log off (`[audit] enabled = false`; on by default)
+//!   --audit-queued    the log on, calls waiting for its queue rather than its commit (`wait = "queued"`)
 //! ```
 //!
 //! `BENCH_GATEWAY_KEEP=1` keeps the temporary directory (configs, the gateway's stderr) and
@@ -75,10 +76,12 @@ struct Opts {
     tools: usize,
     /// `[audit] enabled = false` in every config (the activity log is on by default).
     no_audit: bool,
+    /// `[audit] wait = "queued"` in every config (calls wait for the commit by default).
+    audit_queued: bool,
 }
 
 const USAGE: &str = "usage: bench-gateway [--duration SECS] [--warmup SECS] [--rounds N] [--era handshake|stateless] \
-                     [--parts stdio,http,memory] [--sessions N] [--tools N] [--no-audit] --bin DIR --portico PATH\n       \
+                     [--parts stdio,http,memory] [--sessions N] [--tools N] [--no-audit | --audit-queued] --bin DIR --portico PATH\n       \
                      bench-gateway upstream [--tools N]";
 
 fn seconds(v: Option<String>, what: &str) -> Result<Duration, String> {
@@ -108,6 +111,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
         sessions: 1000,
         tools: 10,
         no_audit: false,
+        audit_queued: false,
     };
     let (mut bin, mut portico) = (None, None);
     while let Some(arg) = args.next() {
@@ -120,6 +124,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
             "--sessions" => o.sessions = count(args.next(), "--sessions")?,
             "--tools" => o.tools = count(args.next(), "--tools")? as usize,
             "--no-audit" => o.no_audit = true,
+            "--audit-queued" => o.audit_queued = true,
             "--era" => {
                 o.era = match args.next().as_deref() {
                     Some("handshake") => Era::Handshake,
@@ -305,6 +310,8 @@ fn write_config(dir: &Path, name: &str, servers: &str) -> Result<PathBuf, String
     let path = dir.join(name);
     let audit = if NO_AUDIT.load(std::sync::atomic::Ordering::Relaxed) {
         "# The activity log off (--no-audit).\n[audit]\nenabled = false\n\n"
+    } else if AUDIT_QUEUED.load(std::sync::atomic::Ordering::Relaxed) {
+        "# Calls wait for the queue, not the commit (--audit-queued).\n[audit]\nwait = \"queued\"\n\n"
     } else {
         ""
     };
@@ -320,6 +327,8 @@ fn write_config(dir: &Path, name: &str, servers: &str) -> Result<PathBuf, String
 
 /// `--no-audit`, for [`write_config`].
 static NO_AUDIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `--audit-queued`, for [`write_config`].
+static AUDIT_QUEUED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn stdio_server(name: &str, command: &Path, args: &[&str], prefix: Option<&str>) -> String {
     let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
@@ -545,6 +554,7 @@ fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
 
 async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
     NO_AUDIT.store(o.no_audit, std::sync::atomic::Ordering::Relaxed);
+    AUDIT_QUEUED.store(o.audit_queued, std::sync::atomic::Ordering::Relaxed);
     let bench_server = o.bin.join("bench-server");
     let log = dir.join("gateway.log");
     let portico = o.portico.to_string_lossy().into_owned();
@@ -561,7 +571,13 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         o.duration.as_secs_f64(),
         o.warmup.as_secs_f64(),
         o.rounds,
-        if o.no_audit { " · activity log off" } else { "" }
+        if o.no_audit {
+            " · activity log off"
+        } else if o.audit_queued {
+            " · activity log: calls wait for the queue"
+        } else {
+            ""
+        }
     );
     let mut verdicts = Vec::new();
 
