@@ -74,10 +74,41 @@ struct Opts {
     memory: bool,
     sessions: u64,
     tools: usize,
-    /// `[audit] enabled = false` in every config (the activity log is on by default).
-    no_audit: bool,
-    /// `[audit] wait = "queued"` in every config (calls wait for the commit by default).
-    audit_queued: bool,
+    /// The activity log's setting in every config.
+    audit: Audit,
+}
+
+/// How the gateway's activity log is set up in the configs written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Audit {
+    /// On, calls waiting for their record's commit (the default).
+    Written,
+    /// On, calls waiting only for the queue (`--audit-queued`: `[audit] wait = "queued"`).
+    Queued,
+    /// Off (`--no-audit`: `[audit] enabled = false`).
+    Off,
+}
+
+impl Audit {
+    /// The `[audit]` table written into each config.
+    fn toml(self) -> &'static str {
+        match self {
+            Audit::Written => "",
+            Audit::Queued => {
+                "# Calls wait for the queue, not the commit (--audit-queued).\n[audit]\nwait = \"queued\"\n\n"
+            }
+            Audit::Off => "# The activity log off (--no-audit).\n[audit]\nenabled = false\n\n",
+        }
+    }
+
+    /// What the header line says of it.
+    fn label(self) -> &'static str {
+        match self {
+            Audit::Written => "",
+            Audit::Queued => " · activity log: calls wait for the queue",
+            Audit::Off => " · activity log off",
+        }
+    }
 }
 
 const USAGE: &str = "usage: bench-gateway [--duration SECS] [--warmup SECS] [--rounds N] [--era handshake|stateless] \
@@ -110,8 +141,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
         memory: true,
         sessions: 1000,
         tools: 10,
-        no_audit: false,
-        audit_queued: false,
+        audit: Audit::Written,
     };
     let (mut bin, mut portico) = (None, None);
     while let Some(arg) = args.next() {
@@ -123,8 +153,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
             "--rounds" => o.rounds = count(args.next(), "--rounds")? as usize,
             "--sessions" => o.sessions = count(args.next(), "--sessions")?,
             "--tools" => o.tools = count(args.next(), "--tools")? as usize,
-            "--no-audit" => o.no_audit = true,
-            "--audit-queued" => o.audit_queued = true,
+            "--no-audit" | "--audit-queued" if o.audit != Audit::Written => {
+                return Err("--no-audit and --audit-queued: one at most".to_owned());
+            }
+            "--no-audit" => o.audit = Audit::Off,
+            "--audit-queued" => o.audit = Audit::Queued,
             "--era" => {
                 o.era = match args.next().as_deref() {
                     Some("handshake") => Era::Handshake,
@@ -305,16 +338,10 @@ fn toml_str(s: &str) -> String {
 }
 
 /// A gateway config: `[gateway]` with its state in `dir`, calls allowed without asking, the
-/// activity log off when `NO_AUDIT` is set, then the given `[servers.*]` tables.
+/// activity log as `AUDIT` says, then the given `[servers.*]` tables.
 fn write_config(dir: &Path, name: &str, servers: &str) -> Result<PathBuf, String> {
     let path = dir.join(name);
-    let audit = if NO_AUDIT.load(std::sync::atomic::Ordering::Relaxed) {
-        "# The activity log off (--no-audit).\n[audit]\nenabled = false\n\n"
-    } else if AUDIT_QUEUED.load(std::sync::atomic::Ordering::Relaxed) {
-        "# Calls wait for the queue, not the commit (--audit-queued).\n[audit]\nwait = \"queued\"\n\n"
-    } else {
-        ""
-    };
+    let audit = AUDIT.get().copied().unwrap_or(Audit::Written).toml();
     let text = format!(
         "# Written by bench-gateway.\n[gateway]\nstate_dir = {}\n\n\
          # Calls go through without asking anyone (the policy's default asks about tool calls).\n\
@@ -325,10 +352,8 @@ fn write_config(dir: &Path, name: &str, servers: &str) -> Result<PathBuf, String
     Ok(path)
 }
 
-/// `--no-audit`, for [`write_config`].
-static NO_AUDIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-/// `--audit-queued`, for [`write_config`].
-static AUDIT_QUEUED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `--no-audit` or `--audit-queued`, for [`write_config`].
+static AUDIT: std::sync::OnceLock<Audit> = std::sync::OnceLock::new();
 
 fn stdio_server(name: &str, command: &Path, args: &[&str], prefix: Option<&str>) -> String {
     let args: Vec<String> = args.iter().map(|a| toml_str(a)).collect();
@@ -553,8 +578,7 @@ fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
 }
 
 async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
-    NO_AUDIT.store(o.no_audit, std::sync::atomic::Ordering::Relaxed);
-    AUDIT_QUEUED.store(o.audit_queued, std::sync::atomic::Ordering::Relaxed);
+    let _ = AUDIT.set(o.audit);
     let bench_server = o.bin.join("bench-server");
     let log = dir.join("gateway.log");
     let portico = o.portico.to_string_lossy().into_owned();
@@ -571,13 +595,7 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         o.duration.as_secs_f64(),
         o.warmup.as_secs_f64(),
         o.rounds,
-        if o.no_audit {
-            " · activity log off"
-        } else if o.audit_queued {
-            " · activity log: calls wait for the queue"
-        } else {
-            ""
-        }
+        o.audit.label()
     );
     let mut verdicts = Vec::new();
 
