@@ -13,6 +13,7 @@
 //! ```text
 //! bench-gateway [OPTIONS] --bin DIR --portico PATH     # DIR: bench-server, raw-echo, http-echo
 //! bench-gateway upstream [--tools N]                   # a small MCP server on stdio: echo + N-1 no-ops
+//! bench-gateway relay COMMAND [ARGS...]                # the floor: a bare JSON-RPC relay (relay.rs)
 //!
 //! OPTIONS
 //!   --duration SECS   measured time per row (default 3)
@@ -24,6 +25,9 @@
 //!   --tools N         tools of each idle upstream in the memory figures (default 10)
 //!   --no-audit        the gateway's activity log off (`[audit] enabled = false`; on by default)
 //!   --audit-queued    the log on, calls waiting for its queue rather than its commit (`wait = "queued"`)
+//!   --python PATH     also the stdio rows over a Python SDK upstream (`gateway/py_echo.py`; PATH
+//!                     a Python with `mcp` 2.x, e.g. `.ci-cache/py/bin/python` of
+//!                     scripts/install-host-interop.sh)
 //! ```
 //!
 //! `BENCH_GATEWAY_KEEP=1` keeps the temporary directory (configs, the gateway's stderr) and
@@ -49,6 +53,8 @@ mod proto;
 #[allow(dead_code)]
 #[path = "../src/driver/workloads.rs"]
 mod workloads;
+
+mod relay;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -76,6 +82,8 @@ struct Opts {
     tools: usize,
     /// The activity log's setting in every config.
     audit: Audit,
+    /// A Python with the official SDK (`mcp`): the stdio part also runs over `py_echo.py`.
+    python: Option<PathBuf>,
 }
 
 /// How the gateway's activity log is set up in the configs written.
@@ -112,7 +120,7 @@ impl Audit {
 }
 
 const USAGE: &str = "usage: bench-gateway [--duration SECS] [--warmup SECS] [--rounds N] [--era handshake|stateless] \
-                     [--parts stdio,http,memory] [--sessions N] [--tools N] [--no-audit | --audit-queued] --bin DIR --portico PATH\n       \
+                     [--parts stdio,http,memory] [--sessions N] [--tools N] [--no-audit | --audit-queued] [--python PATH] --bin DIR --portico PATH\n       \
                      bench-gateway upstream [--tools N]";
 
 fn seconds(v: Option<String>, what: &str) -> Result<Duration, String> {
@@ -142,6 +150,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
         sessions: 1000,
         tools: 10,
         audit: Audit::Written,
+        python: None,
     };
     let (mut bin, mut portico) = (None, None);
     while let Some(arg) = args.next() {
@@ -157,6 +166,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
                 return Err("--no-audit and --audit-queued: one at most".to_owned());
             }
             "--no-audit" => o.audit = Audit::Off,
+            "--python" => o.python = Some(PathBuf::from(args.next().ok_or("--python needs a path")?)),
             "--audit-queued" => o.audit = Audit::Queued,
             "--era" => {
                 o.era = match args.next().as_deref() {
@@ -188,6 +198,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Opts, String> {
             return Err(format!("no {exe} in {}", o.bin.display()));
         }
     }
+    if let Some(p) = o.python.as_ref().filter(|p| !p.is_file()) {
+        return Err(format!("--python: no {}", p.display()));
+    }
     if !o.portico.is_file() {
         return Err(format!("no portico binary at {}", o.portico.display()));
     }
@@ -199,6 +212,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("upstream") {
         args.next();
         return upstream::main(args);
+    }
+    if args.peek().map(String::as_str) == Some("relay") {
+        args.next();
+        return relay::main(args);
     }
     let opts = match parse_args(args) {
         Ok(o) => o,
@@ -248,6 +265,7 @@ struct Row {
 }
 
 /// How a row's process set is laid out.
+#[derive(Clone, Copy)]
 enum Layout<'a> {
     /// Nothing measured but the latency (raw echo baselines).
     Raw,
@@ -256,6 +274,8 @@ enum Layout<'a> {
     /// The spawned process is the gateway (its stderr going to this log); the upstream is its
     /// child of this executable name.
     GatewayChild(&'static str, &'a Path),
+    /// The spawned process is `bench-gateway relay`; the upstream is its child of this name.
+    RelayChild(&'static str),
 }
 
 fn per_call_us(cpu: Option<Duration>, calls: u64) -> Option<f64> {
@@ -294,11 +314,11 @@ fn children_of(parent: u32) -> Vec<(u32, String)> {
     out
 }
 
-/// Waits (up to 5 s) for `parent`'s child named `name` (`comm` is cut to 15 bytes).
+/// Waits (up to 5 s) for `parent`'s child named `name` (`comm` is cut to 15 bytes; "": any).
 async fn child_named(parent: u32, name: &str) -> Result<u32, String> {
     let comm: String = name.chars().take(15).collect();
     for _ in 0..100 {
-        if let Some((pid, _)) = children_of(parent).into_iter().find(|(_, c)| *c == comm) {
+        if let Some((pid, _)) = children_of(parent).into_iter().find(|(_, c)| comm.is_empty() || *c == comm) {
             return Ok(pid);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -377,9 +397,11 @@ async fn stdio_row(argv: &[String], era: Era, inflight: u64, layout: Layout<'_>,
     let mut conn = Conn::spawn(argv, era).await?;
     let spawned = conn.pid;
     let upstream = match layout {
-        Layout::GatewayChild(name, log) => {
+        Layout::GatewayChild(name, _) | Layout::RelayChild(name) => {
             let ready = async {
-                announced(log, 1).await?;
+                if let Layout::GatewayChild(_, log) = layout {
+                    announced(log, 1).await?;
+                }
                 child_named(spawned, name).await
             };
             match ready.await {
@@ -406,7 +428,7 @@ async fn stdio_row(argv: &[String], era: Era, inflight: u64, layout: Layout<'_>,
         match layout {
             Layout::Raw => {}
             Layout::Direct => row.upstream_cpu = spawned_cpu,
-            Layout::GatewayChild(..) => {
+            Layout::GatewayChild(..) | Layout::RelayChild(_) => {
                 row.gateway_cpu = spawned_cpu;
                 row.upstream_cpu = upstream_cpu;
             }
@@ -551,10 +573,19 @@ fn print_table(title: &str, lines: &[Line]) {
     }
 }
 
-/// The targets for one transport's table: `lines[0]` the raw round trip, `[1]` direct and `[2]`
-/// gateway at 1 in flight, `[4..]` gateways at 64 in flight.
-fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
-    let (raw, direct1, gw1) = (&lines[0].row, &lines[1].row, &lines[2].row);
+/// The targets for one transport's table: `raw` the raw round trip, `direct1` and `gw1` at 1 in
+/// flight, `gws64` the gateways at 64 in flight; `floor` the bare relay at 1 and at 64 in flight,
+/// where there is one.
+fn judge(
+    transport: &str,
+    raw: &Line,
+    direct1: &Line,
+    gw1: &Line,
+    gws64: &[&Line],
+    floor: Option<(&Line, &Line)>,
+    verdicts: &mut Vec<String>,
+) {
+    let (raw, direct1, gw1) = (&raw.row, &direct1.row, &gw1.row);
     let added = gw1.p50_us - direct1.p50_us;
     let budget = raw.p50_us + 20.0;
     verdicts.push(format!(
@@ -565,7 +596,15 @@ fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
         if added <= budget { "met" } else { "NOT met" },
         added / budget
     ));
-    for l in &lines[4..] {
+    if let Some((relay1, _)) = floor {
+        let relay_added = relay1.row.p50_us - direct1.p50_us;
+        verdicts.push(format!(
+            "{transport}: floor: the bare relay adds {relay_added:.1} µs at p50 (ratio to the budget {:.2}); the gateway adds {:.1} µs more than it",
+            relay_added / budget,
+            added - relay_added
+        ));
+    }
+    for l in gws64 {
         if let (Some(g), Some(u)) = (l.row.gateway_cpu, l.row.upstream_cpu) {
             verdicts.push(format!(
                 "{transport}: {} CPU per call at 64 in flight {g:.2} µs ≤ its upstream's {u:.2} µs: {} (ratio {:.2})",
@@ -575,6 +614,67 @@ fn judge(transport: &str, lines: &[Line], verdicts: &mut Vec<String>) {
             ));
         }
     }
+    if let Some((_, relay64)) = floor
+        && let (Some(r), Some(u)) = (relay64.row.gateway_cpu, relay64.row.upstream_cpu)
+    {
+        verdicts.push(format!(
+            "{transport}: floor: the bare relay's CPU per call at 64 in flight {r:.2} µs is {:.2}× its upstream's {u:.2} µs{}",
+            r / u,
+            if r > u { ": the target is out of reach for any gateway that parses what it passes on" } else { "" }
+        ));
+    }
+}
+
+/// The stdio rows over the upstream `direct` (its process named `child`; "": whatever the one
+/// child is): the raw pipe echo, then direct, through the gateway and through the bare relay at
+/// 1 and at 64 in flight, each round interleaved.
+async fn stdio_table(
+    o: &Opts,
+    dir: &Path,
+    direct: &[String],
+    child: &'static str,
+    log: &Path,
+) -> Result<Vec<Line>, String> {
+    let (command, args) = direct.split_first().ok_or("no upstream command")?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let config = write_config(dir, "stdio.toml", &stdio_server("bench", Path::new(command), &args, Some("")))?;
+    let portico = o.portico.to_string_lossy().into_owned();
+    let gateway = quiet(&[portico, "serve".into(), "--config".into(), config.to_string_lossy().into_owned()], log);
+    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let mut relay = vec![me.to_string_lossy().into_owned(), "relay".to_owned()];
+    relay.extend(direct.iter().cloned());
+    let raw = vec![o.bin.join("raw-echo").to_string_lossy().into_owned()];
+    let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 7];
+    for round in 0..o.rounds {
+        eprintln!("stdio ({command}), round {}/{}", round + 1, o.rounds);
+        rounds[0].push(stdio_row(&raw, Era::Handshake, 1, Layout::Raw, o).await.map_err(|e| format!("raw-echo: {e}"))?);
+        for (i, inflight) in [(1, 1), (4, 64)] {
+            rounds[i]
+                .push(stdio_row(direct, o.era, inflight, Layout::Direct, o).await.map_err(|e| format!("direct: {e}"))?);
+            rounds[i + 1].push(
+                stdio_row(&gateway, o.era, inflight, Layout::GatewayChild(child, log), o)
+                    .await
+                    .map_err(|e| format!("gateway: {e}"))?,
+            );
+            rounds[i + 2].push(
+                stdio_row(&relay, o.era, inflight, Layout::RelayChild(child), o)
+                    .await
+                    .map_err(|e| format!("relay: {e}"))?,
+            );
+        }
+    }
+    Ok(lines(
+        &[
+            ("raw pipe echo", 1),
+            ("direct", 1),
+            ("gateway", 1),
+            ("floor: bare relay", 1),
+            ("direct", 64),
+            ("gateway", 64),
+            ("floor: bare relay", 64),
+        ],
+        &rounds,
+    ))
 }
 
 async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
@@ -600,31 +700,28 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
     let mut verdicts = Vec::new();
 
     if o.stdio {
-        let config = write_config(dir, "stdio.toml", &stdio_server("bench", &bench_server, &["stdio"], Some("")))?;
         let direct = vec![bench_server.to_string_lossy().into_owned(), "stdio".to_owned()];
-        let gateway =
-            quiet(&[portico.clone(), "serve".into(), "--config".into(), config.to_string_lossy().into_owned()], &log);
-        let raw = vec![o.bin.join("raw-echo").to_string_lossy().into_owned()];
-        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 5];
-        for round in 0..o.rounds {
-            eprintln!("stdio, round {}/{}", round + 1, o.rounds);
-            rounds[0]
-                .push(stdio_row(&raw, Era::Handshake, 1, Layout::Raw, o).await.map_err(|e| format!("raw-echo: {e}"))?);
-            for (i, inflight) in [(1, 1), (3, 64)] {
-                rounds[i].push(
-                    stdio_row(&direct, o.era, inflight, Layout::Direct, o).await.map_err(|e| format!("direct: {e}"))?,
-                );
-                rounds[i + 1].push(
-                    stdio_row(&gateway, o.era, inflight, Layout::GatewayChild("bench-server", &log), o)
-                        .await
-                        .map_err(|e| format!("gateway: {e}"))?,
-                );
-            }
+        let rows = stdio_table(o, dir, &direct, "bench-server", &log).await?;
+        print_table("stdio: driver ⇄ [portico serve | bare relay ⇄] bench-server stdio (echo)", &rows);
+        judge("stdio", &rows[0], &rows[1], &rows[2], &[&rows[5]], Some((&rows[3], &rows[6])), &mut verdicts);
+        if let Some(python) = &o.python {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/py_echo.py");
+            let direct = vec![python.to_string_lossy().into_owned(), script.to_string_lossy().into_owned()];
+            let rows = stdio_table(o, dir, &direct, "", &log).await?;
+            print_table(
+                "stdio, a Python SDK upstream: driver ⇄ [portico serve | bare relay ⇄] bench/gateway/py_echo.py (echo)",
+                &rows,
+            );
+            judge(
+                "stdio, Python upstream",
+                &rows[0],
+                &rows[1],
+                &rows[2],
+                &[&rows[5]],
+                Some((&rows[3], &rows[6])),
+                &mut verdicts,
+            );
         }
-        let rows =
-            lines(&[("raw pipe echo", 1), ("direct", 1), ("gateway", 1), ("direct", 64), ("gateway", 64)], &rounds);
-        print_table("stdio: driver ⇄ [portico serve ⇄] bench-server stdio (echo)", &rows);
-        judge("stdio", &rows, &mut verdicts);
     }
 
     if o.http {
@@ -690,7 +787,7 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
             "Streamable HTTP: driver ⇄ [portico serve --http ⇄] bench-server http (echo; N in flight = N connections, each its session)",
             &rows,
         );
-        judge("HTTP", &rows, &mut verdicts);
+        judge("HTTP", &rows[0], &rows[1], &rows[2], &[&rows[4], &rows[5]], None, &mut verdicts);
     }
 
     if o.memory {
