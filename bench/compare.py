@@ -16,6 +16,8 @@ p.add_argument("--era", default="handshake")
 p.add_argument("--rmcp", default="stdio,stdio-pipes")
 p.add_argument("--transport", default="all", choices=["all", "stdio", "http"])
 p.add_argument("--rounds", type=int, default=1)
+p.add_argument("--pin", action="store_true",
+               help="the driver on CPU 0 and the server on CPU 1 (taskset), as a container limited to one core")
 p.add_argument("driver_args", nargs="*")
 a = p.parse_args()
 B, R = a.bin, a.rbin
@@ -48,7 +50,9 @@ for r in range(a.rounds):
             args = [f"{B}/bench-driver", *a.driver_args, "--era", era, "--json"]
             if workloads:
                 args += ["--workloads", workloads]
-            args += [mode, "--", *cmd]
+            args += [mode, "--", *(["taskset", "-c", "1"] if a.pin else []), *cmd]
+            if a.pin:
+                args = ["taskset", "-c", "0", *args]
             print(f"-- round {r + 1}: {title}: {name}", file=sys.stderr)
             res = subprocess.run(args, stdout=subprocess.PIPE, text=True)
             if res.returncode != 0:
@@ -121,6 +125,24 @@ for si, (title, cfgs) in enumerate(sections):
         cpu = lambda fs: "–" if med(fs, "server_cpu_us_per_call") is None else f"{med(fs, 'server_cpu_us_per_call'):,.1f}"
         row += [cpu(mine)] + [cpu(figs(si, n, w)) for n in others]
         print("| " + " | ".join(row) + " |")
+    # Tails: p99 (and p99.9, noisier) of each workload, medians of the rounds, in µs.
+    tails = [n for n in names if n != "hyper echo"] + [n for n in names if n == "hyper echo"]
+    print(f"\n{title}: tails, µs (median of rounds) — p99 / p99.9\n")
+    print("| workload | " + " | ".join(tails) + " | Portico p99 ÷ " + " | Portico p99 ÷ ".join(others) + " |")
+    print("|---|" + "---:|" * (len(tails) + len(others)))
+    for w in workloads:
+        if w == "sessions":
+            continue
+        cells, p99s = [w], {}
+        for n in tails:
+            fs = figs(si, n, w)
+            p99, p999 = med(fs, "p99_us"), med(fs, "p999_us")
+            p99s[n] = p99
+            cells.append("–" if p99 is None else f"{p99:,.0f} / {p999:,.0f}" if p999 is not None else f"{p99:,.0f}")
+        for n in others:
+            mine, theirs = p99s.get("Portico"), p99s.get(n)
+            cells.append(f"{mine / theirs:.2f}" if mine and theirs else "–")
+        print("| " + " | ".join(cells) + " |")
     for n in names:
         notes = sorted({f"{f['workload']}: {f['void'] or f['note']}" for d in runs.get((si, n), []) for f in d["figures"]
                         if f["void"] or (f["note"] and f["workload"] in ("hol", "sessions"))})
@@ -128,5 +150,6 @@ for si, (title, cfgs) in enumerate(sections):
             print(f"\n{n}: " + "; ".join(notes))
 
 print(f"\nmedian of {a.rounds} interleaved round(s) (min–max in brackets); ratio = Portico calls/s ÷ the other's; "
-      "CPU = server user+system time per call")
+      "CPU = server user+system time per call; "
+      + ("pinned: driver on CPU 0, server on CPU 1" if a.pin else "unpinned"))
 sys.exit(status)

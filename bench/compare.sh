@@ -9,6 +9,8 @@
 #   bench/compare.sh --transport http         # only HTTP (or stdio)
 #   bench/compare.sh --era stateless          # stdio in the 2026-07-28 era (HTTP always runs both eras)
 #   bench/compare.sh --rmcp stdio             # stdio: only rmcp's stdio() (default: stdio and stdio-pipes)
+#   bench/compare.sh --pin                    # the driver on CPU 0, each server on CPU 1 (taskset), as in a
+#                                             # container limited to one core; each table is followed by its tails
 #   bench/compare.sh --duration 5 --sessions 2000   # other arguments go to every bench-driver run
 #
 # stdio: rmcp is served two ways: `stdio` is rmcp's `transport::stdio()` (Tokio's stdin/stdout,
@@ -32,6 +34,7 @@ era=handshake
 rmcp_modes=stdio,stdio-pipes
 transport=all
 rounds=1
+pin=()
 has_duration=0
 driver_args=()
 while (($#)); do
@@ -40,6 +43,7 @@ while (($#)); do
         --rmcp) rmcp_modes="$2"; shift 2 ;;
         --transport) transport="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
+        --pin) pin=(--pin); shift ;;
         --duration) has_duration=1; driver_args+=("$1" "$2"); shift 2 ;;
         *) driver_args+=("$1"); shift ;;
     esac
@@ -52,7 +56,7 @@ rmcp_version=$(awk '/^name = "rmcp"$/ { getline; gsub(/[^0-9.]/, ""); print; exi
 
 echo "== machine"
 echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') · kernel: $(uname -r) · load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== rmcp $rmcp_version · stdio era $era · $rounds round(s) · driver args: ${driver_args[*]}"
+echo "== rmcp $rmcp_version · stdio era $era · $rounds round(s) · ${pin:+pinned (driver CPU 0, server CPU 1) · }driver args: ${driver_args[*]}"
 
 exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/release-lto" --rbin "$rmcp_target/release-lto" --era "$era" \
-    --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" -- "${driver_args[@]}"
+    --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" "${pin[@]}" -- "${driver_args[@]}"

@@ -70,7 +70,9 @@ async fn relay(argv: &[String]) -> Result<(), String> {
     let requests = async {
         let mut from = Lines::new(tokio::io::stdin());
         let mut to = BufWriter::with_capacity(256 * 1024, stdin);
-        let (mut out, mut next) = (Vec::with_capacity(4096), 0u64);
+        // Upstream ids start far from any client's, so an answer whose id was not mapped back
+        // is never mistaken for one that was.
+        let (mut out, mut next) = (Vec::with_capacity(4096), 1_000_000u64);
         while from.read_line().await.is_ok() {
             out.clear();
             rewrite(from.line(), &mut out, |v| {

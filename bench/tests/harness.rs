@@ -40,6 +40,29 @@ fn every_workload_against_the_bench_server_in_both_eras_and_on_pipes() {
 }
 
 #[test]
+fn the_bare_relay_passes_every_call_through_with_its_id_restored() {
+    // bench-gateway's floor: it renumbers each request's id upstream and maps answers back. Out
+    // of order answers (`hol`: a slow call among fast ones) and pipelined ones come back to the
+    // id they were asked under, or the driver voids the figure.
+    let (relay, server) = (env!("CARGO_BIN_EXE_bench-gateway"), env!("CARGO_BIN_EXE_bench-server"));
+    for era in ["handshake", "stateless"] {
+        let doc = drive(&[
+            "--era",
+            era,
+            "--workloads",
+            "seq,pipe64,hol,list",
+            "stdio",
+            "--",
+            relay,
+            "relay",
+            server,
+            "stdio",
+        ]);
+        assert_eq!(doc["serverInfo"].as_str().map(|s| s.contains("portico-bench-server")), Some(true), "{doc}");
+    }
+}
+
+#[test]
 fn raw_echo_baseline() {
     drive(&["raw-echo", "--bin", env!("CARGO_BIN_EXE_raw-echo")]);
 }
