@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The activity log's numbers (crates/portico-host/tests/audit_bench.rs, in release):
 #   - appends to SQLite per second with the default redaction (one caller, and 64 at once);
-#   - a query by tool and 1-day time window over 1M records (target: under 50 ms).
+#   - a query by tool and 1-day time window over 1M records (target: under 50 ms);
+#   - the floor: the same rows inserted again into the same schema by bare rusqlite, 1, 64 and
+#     1024 records per transaction (CPU µs per record), beside the log's own cost per record.
+#
+#   PORTICO_BENCH_FLOOR_DB=/path/audit.db bench/audit.sh   # also the floor for another log's rows
+#       (e.g. the gateway's, kept by BENCH_GATEWAY_KEEP=1 bench/gateway.sh --parts stdio)
 #
 #   bench/audit.sh                                   # 200k appends, 1M records
 #   PORTICO_BENCH_APPENDS=50000 PORTICO_BENCH_RECORDS=100000 bench/audit.sh   # quicker

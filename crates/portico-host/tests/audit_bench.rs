@@ -66,6 +66,51 @@ fn cpu_secs() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// SQLite alone, as the floor of the log's cost: the rows the log wrote to `db` (at most `max`),
+/// inserted again by bare rusqlite into a fresh file in `scratch` with the same schema and the
+/// log's settings (WAL, `synchronous = NORMAL`, its cache and checkpoint sizes), `batch` rows per
+/// transaction. CPU µs per row (this process does nothing else meanwhile).
+fn sqlite_floor(db: &std::path::Path, scratch: &std::path::Path, batch: usize, max: usize) -> f64 {
+    use rusqlite::types::Value;
+    use rusqlite::{Connection, TransactionBehavior, params_from_iter};
+    let fail = |e: rusqlite::Error| -> ! { panic!("sqlite floor: {e}") };
+    let src = Connection::open(db).unwrap_or_else(|e| fail(e));
+    // The table first ('table' sorts after 'index'), then its indexes.
+    let schema: Vec<String> = src
+        .prepare(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'audit_records' AND sql IS NOT NULL ORDER BY type DESC",
+        )
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .unwrap_or_else(|e| fail(e));
+    // LIMIT -1: no limit.
+    let mut st = src.prepare("SELECT * FROM audit_records ORDER BY seq LIMIT ?1").unwrap_or_else(|e| fail(e));
+    let columns = st.column_count();
+    let rows: Vec<Vec<Value>> = st
+        .query_map([i64::try_from(max).unwrap_or(-1)], |r| (0..columns).map(|i| r.get::<_, Value>(i)).collect())
+        .and_then(|rows| rows.collect())
+        .unwrap_or_else(|e| fail(e));
+    let mut dst = Connection::open(scratch.join(format!("floor-{batch}.db"))).unwrap_or_else(|e| fail(e));
+    let _: String = dst.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap_or_else(|e| fail(e));
+    dst.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 8192;")
+        .unwrap_or_else(|e| fail(e));
+    for sql in &schema {
+        dst.execute_batch(sql).unwrap_or_else(|e| fail(e));
+    }
+    let insert = format!("INSERT INTO audit_records VALUES ({})", vec!["?"; columns].join(", "));
+    let cpu = cpu_secs();
+    for chunk in rows.chunks(batch) {
+        let tx = dst.transaction_with_behavior(TransactionBehavior::Immediate).unwrap_or_else(|e| fail(e));
+        {
+            let mut st = tx.prepare_cached(&insert).unwrap_or_else(|e| fail(e));
+            for row in chunk {
+                st.execute(params_from_iter(row.iter())).unwrap_or_else(|e| fail(e));
+            }
+        }
+        tx.commit().unwrap_or_else(|e| fail(e));
+    }
+    (cpu_secs() - cpu) * 1e6 / rows.len().max(1) as f64
+}
+
 async fn open(dir: &std::path::Path) -> AuditLog {
     AuditLog::open(&RawAudit::default(), dir).await.unwrap_or_else(|e| panic!("open: {e}"))
 }
@@ -89,6 +134,13 @@ async fn bench_appends_per_second() {
     log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
     let size = std::fs::metadata(dir.path().join("audit.db")).map(|m| m.len()).unwrap_or(0);
     drop(log);
+    // The floor: SQLite alone, on the same rows. Batch 1 is what one caller gets; 64, what 64
+    // callers waiting on their commits can get at most; 1024, what a write path that did not
+    // make calls wait (indexes built behind a journal) could batch.
+    let floor: Vec<(usize, f64)> = [(1, n.min(20_000)), (64, n), (1024, n)]
+        .into_iter()
+        .map(|(batch, max)| (batch, sqlite_floor(&dir.path().join("audit.db"), dir.path(), batch, max)))
+        .collect();
 
     // 64 callers at once.
     let dir = bench_dir();
@@ -131,6 +183,43 @@ async fn bench_appends_per_second() {
     );
     eprintln!("BENCH bytes per record in the SQLite file (with indexes): {}", size / n.max(1) as u64);
     eprintln!("BENCH verify: {:.0} records/s", report.records as f64 / verify.as_secs_f64());
+    eprintln!(
+        "BENCH floor, bare rusqlite, the same rows and schema: {} (CPU µs per record, by records per transaction); the log: {:.1} (one caller), {:.1} (64 callers)",
+        floor.iter().map(|(b, us)| format!("{b}: {us:.1}")).collect::<Vec<_>>().join(", "),
+        1e6 / one_cpu,
+        1e6 / many_cpu
+    );
+}
+
+/// The floor for another log's rows: `PORTICO_BENCH_FLOOR_DB=path/audit.db` (a copy is not
+/// needed: it is only read), e.g. the gateway's own log after `BENCH_GATEWAY_KEEP=1
+/// bench/gateway.sh --parts stdio`. Without the variable it says so and does nothing.
+#[test]
+#[ignore = "a benchmark: bench/audit.sh"]
+fn bench_sqlite_floor_of_a_log() {
+    let Some(db) = std::env::var_os("PORTICO_BENCH_FLOOR_DB").map(std::path::PathBuf::from) else {
+        eprintln!("BENCH floor of a log: PORTICO_BENCH_FLOOR_DB is not set; nothing measured");
+        return;
+    };
+    let scratch = bench_dir();
+    let rows = rusqlite::Connection::open(&db)
+        .and_then(|c| {
+            c.query_row("SELECT count(*), avg(length(record)) FROM audit_records", [], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+            })
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", db.display()));
+    let floor: Vec<String> = [(1, 20_000), (64, usize::MAX), (1024, usize::MAX)]
+        .into_iter()
+        .map(|(batch, max)| format!("{batch}: {:.1}", sqlite_floor(&db, scratch.path(), batch, max)))
+        .collect();
+    eprintln!(
+        "BENCH floor, bare rusqlite, the rows of {} ({} records, {:.0} bytes of record text on average): {} (CPU µs per record, by records per transaction)",
+        db.display(),
+        rows.0,
+        rows.1,
+        floor.join(", ")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
