@@ -252,6 +252,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs a subcommand's `work` on a single-threaded runtime: exit 0 when it succeeds, 1 with
+/// `bench-gateway NAME: error` when it fails, 70 when the runtime cannot start.
+fn subcommand<E: std::fmt::Display>(name: &str, work: impl std::future::Future<Output = Result<(), E>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(70);
+        }
+    };
+    match runtime.block_on(work) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench-gateway {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// One measured configuration: a row of the table.
 #[derive(Clone, Default)]
 struct Row {
@@ -974,20 +993,7 @@ mod upstream {
                 }
             }
         }
-        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("cannot start the runtime: {e}");
-                return ExitCode::from(70);
-            }
-        };
-        match runtime.block_on(async { server(tools).serve(portico::transport::stdio::stdio()).await }) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("bench-gateway upstream: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        crate::subcommand("upstream", async { server(tools).serve(portico::transport::stdio::stdio()).await })
     }
 
     fn server(tools: usize) -> Server {

@@ -27,20 +27,7 @@ pub fn main(args: impl Iterator<Item = String>) -> ExitCode {
         eprintln!("usage: bench-gateway relay COMMAND [ARGS...]");
         return ExitCode::from(64);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("cannot start the runtime: {e}");
-            return ExitCode::from(70);
-        }
-    };
-    match runtime.block_on(relay(&argv)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bench-gateway relay: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::subcommand("relay", relay(&argv))
 }
 
 /// Parses a line, applies `f` to it, and appends it (with its newline) to `out`.
