@@ -140,6 +140,28 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// A large message grows the read buffer; once it is read, an idle reader does not keep that
+/// room (an upstream that once answered a large `tools/list` would hold it for good).
+#[tokio::test]
+async fn a_large_message_does_not_keep_its_buffer() {
+    const MIB: usize = 1024 * 1024;
+    let (mut tx, rx) = duplex(256 * 1024);
+    let mut reader = LineReader::new(rx).with_max_message_size(4 * MIB);
+    let writer = tokio::spawn(async move {
+        let mut big = vec![b'x'; 2 * MIB];
+        big.extend_from_slice(b"\n{\"small\":1}\n");
+        tx.write_all(&big).await.expect("write");
+        tx
+    });
+    let large = next(&mut reader).await.expect("the large line");
+    assert_eq!(large.len(), 2 * MIB);
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"small\":1}"[..]));
+    drop(large);
+    let capacity = reader.buffered_capacity();
+    assert!(capacity <= 4 * portico::transport::stdio::DEFAULT_BUFFER_SIZE, "the reader kept {capacity} bytes");
+    drop(bounded(writer).await.expect("writer task"));
+}
+
 #[tokio::test]
 async fn oversized_line_is_skipped_without_buffering_it() {
     const MIB: usize = 1024 * 1024;

@@ -30,6 +30,38 @@ use crate::router::{Answer, Outcome, Review, ServerMethod, ServerRequest};
 /// (memory stays bounded).
 pub(crate) const FORWARD_QUEUE: usize = 1024;
 
+/// Runs `call` while passing what its upstream sends meanwhile (progress, log messages) on to
+/// its caller `to`, in order; then what is still queued, for at most a second, so that it all
+/// reaches the caller before the result. One task: nothing is spawned per call. `call` is
+/// pinned by the caller, so that the (large) call future is laid out once.
+pub(crate) async fn forwarding<T>(
+    mut call: std::pin::Pin<&mut impl std::future::Future<Output = T>>,
+    mut rx: tokio::sync::mpsc::Receiver<Forward>,
+    to: &RequestContext,
+) -> T {
+    let pass = async move {
+        while let Some(f) = rx.recv().await {
+            match f {
+                Forward::Progress(p) => {
+                    let _ = to.progress(p.progress, p.total, p.message.as_deref()).await;
+                }
+                Forward::Log(p, logger) => {
+                    let _ = to.log(p.level, Some(&logger), p.data).await;
+                }
+            }
+        }
+    };
+    let mut pass = std::pin::pin!(pass);
+    tokio::select! {
+        out = &mut call => {
+            // The senders went with the call: the queue ends once drained.
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), pass).await;
+            out
+        }
+        () = &mut pass => call.await,
+    }
+}
+
 /// What goes to a call's caller while it runs, in order.
 pub(crate) enum Forward {
     Progress(portico::schema::ProgressNotificationParams),

@@ -307,7 +307,9 @@ impl Upstream {
             Some(cx) if self.shared.config.isolate == crate::config::Isolation::PerClient => {
                 // The shared connection must be up: it is how the server's tools are known.
                 self.client().await?;
-                self.shared.instances.client(&self.shared, cx).await
+                // Boxed: opening an instance is rare, and its future would otherwise sit inside
+                // every call's (see `Host::call_tool_in`).
+                Box::pin(self.shared.instances.client(&self.shared, cx)).await
             }
             _ => self.client().await,
         }
@@ -325,7 +327,7 @@ impl Upstream {
         }
         let state = lock(&self.shared.status).state;
         if matches!(state, State::Idle | State::Starting) {
-            self.wait_settled(self.shared.config.startup_timeout).await;
+            Box::pin(self.wait_settled(self.shared.config.startup_timeout)).await;
             if let Some(c) = self.shared.client.borrow().clone() {
                 return Ok(c);
             }
@@ -390,20 +392,7 @@ impl Upstream {
         // Progress and log messages of this call go to its caller, in order, before its result.
         let (call, forward) = match cx {
             Some(cx) => {
-                let (tx, mut rx) = tokio::sync::mpsc::channel::<handler::Forward>(handler::FORWARD_QUEUE);
-                let to = cx.clone();
-                let task = tokio::spawn(async move {
-                    while let Some(f) = rx.recv().await {
-                        match f {
-                            handler::Forward::Progress(p) => {
-                                let _ = to.progress(p.progress, p.total, p.message.as_deref()).await;
-                            }
-                            handler::Forward::Log(p, logger) => {
-                                let _ = to.log(p.level, Some(&logger), p.data).await;
-                            }
-                        }
-                    }
-                });
+                let (tx, rx) = tokio::sync::mpsc::channel::<handler::Forward>(handler::FORWARD_QUEUE);
                 let progress = tx.clone();
                 let observe = observe.clone();
                 options = options
@@ -420,7 +409,7 @@ impl Upstream {
                 if let Some(trace) = crate::telemetry::outgoing(cx) {
                     options = options.with_trace_context(trace);
                 }
-                (Some(self.shared.calls.enter(cx.clone(), tx)), Some(task))
+                (Some(self.shared.calls.enter(cx.clone(), tx)), Some((rx, cx)))
             }
             None => {
                 if let Some(observe) = observe {
@@ -429,13 +418,16 @@ impl Upstream {
                 (None, None)
             }
         };
-        let result = client.call_tool_with(name, arguments, options).await;
-        drop(call);
-        if let Some(task) = forward {
-            // What the upstream sent before its result is passed on first; the senders went
-            // with the call.
-            let _ = tokio::time::timeout(Duration::from_secs(1), task).await;
-        }
+        let run = std::pin::pin!(async move {
+            let result = client.call_tool_with(name, arguments, options).await;
+            // The call's senders go with it, so that the forwarding below ends.
+            drop(call);
+            result
+        });
+        let result = match forward {
+            Some((rx, to)) => handler::forwarding(run, rx, to).await,
+            None => run.await,
+        };
         let mut result = result.map_err(|e| self.lost(&e))?;
         crate::checks::strip_meta(&mut result.meta);
         // A tool result over the cap is cut and marked rather than refused.

@@ -173,7 +173,8 @@ impl Inner {
                 Some(ResultType::Task) if self.version.is_stateless() => return Ok(Final::Task(raw)),
                 Some(ResultType::InputRequired) if self.version.is_stateless() => {
                     let ir: InputRequiredResult = decode(method, &raw)?;
-                    let responses = self.answer(ir.input_requests.unwrap_or_default(), call).await?;
+                    // Boxed: a rare round whose future would otherwise sit inside every call's.
+                    let responses = Box::pin(self.answer(ir.input_requests.unwrap_or_default(), call)).await?;
                     params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
                 }
                 Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),

@@ -458,7 +458,9 @@ impl Client {
         };
         match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
             Final::Complete(raw) => decode(methods::TOOLS_CALL, &raw),
-            Final::Task(created) => tasks::follow(&self.inner, &created, &options).await,
+            // Boxed: following a task is rare, and its future would otherwise sit inside
+            // every call's.
+            Final::Task(created) => Box::pin(tasks::follow(&self.inner, &created, &options)).await,
         }
     }
 

@@ -97,6 +97,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
                     return Err(self.too_large());
                 }
                 let line = self.buf.split_to(end + 1).freeze();
+                if line.len() > 4 * self.read_size {
+                    // A large message grew the buffer, and the rest of it still shares that
+                    // allocation: what is left moves to a buffer of its own, so that an idle
+                    // connection does not keep the largest message's room for good.
+                    self.buf = BytesMut::from(&self.buf[..]);
+                }
                 match self.accept(line.slice(..end)) {
                     Ok(Some(line)) => return Ok(Some(line)),
                     Ok(None) => continue,
