@@ -138,9 +138,12 @@ impl Pending {
     pub(crate) async fn tools(self, json: bool) -> Result<(), Failure> {
         let target = self.start().await?;
         let tools: Result<Vec<(Tool, Option<String>)>, Failure> = match &target {
-            Target::Host { host, .. } => {
-                Ok(host.registry().tools.values().map(|e| (e.tool.clone(), Some(e.origin.server.clone()))).collect())
-            }
+            Target::Host { host, .. } => Ok(host
+                .registry()
+                .tools
+                .values()
+                .map(|e| (Tool::clone(&e.tool), Some(e.origin.server.clone())))
+                .collect()),
             Target::Direct { client, .. } => client
                 .list_all_tools()
                 .await

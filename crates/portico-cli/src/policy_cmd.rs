@@ -152,7 +152,7 @@ fn resolve(registry: &Registry, method: Method, tool: Option<&str>, server: Opti
                     server: e.origin.server.clone(),
                     name: e.origin.name.clone(),
                     exposed: e.tool.name.clone(),
-                    tool: Some(e.tool.clone()),
+                    tool: Some(Tool::clone(&e.tool)),
                     found: true,
                 },
                 None => not_found(tool),

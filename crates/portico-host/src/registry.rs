@@ -12,6 +12,7 @@
 //! - Titles, descriptions, annotations, icons and schemas pass through unchanged.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use portico::schema::{Prompt, Resource, ResourceTemplate, Tool};
@@ -56,8 +57,9 @@ pub struct Origin {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ToolEntry {
-    /// The definition under the exposed name.
-    pub tool: Tool,
+    /// The definition under the exposed name, shared with the served registry (one copy per
+    /// tool, however many layers hold it).
+    pub tool: Arc<Tool>,
     /// Where it comes from.
     pub origin: Origin,
     /// Its server offers the tasks extension, so a call may become a task.
@@ -231,7 +233,7 @@ impl Registry {
                 let mut tool = tool.clone();
                 upstream_meta(&mut tool.meta, server, "name", &tool.name);
                 tool.name.clone_from(&exposed);
-                reg.tools.insert(exposed, ToolEntry { tool, origin, tasks: catalog.tasks });
+                reg.tools.insert(exposed, ToolEntry { tool: Arc::new(tool), origin, tasks: catalog.tasks });
             }
             for prompt in &catalog.prompts {
                 let exposed = exposed_name(&config.prefix, separator, &prompt.name);

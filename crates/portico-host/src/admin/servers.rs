@@ -83,7 +83,7 @@ pub(super) async fn tools(State(admin): State<Admin>) -> Response {
                 "enabled": enabled,
                 "off_for_sessions": switches.sessions_off(&e.tool.name),
                 "hidden": admin.host.hides(e),
-                "tool": e.tool,
+                "tool": &*e.tool,
             })
         })
         .collect();

@@ -1,6 +1,7 @@
 //! [`Edit`]: many changes to a server's tools, resources and prompts applied at once, with one
 //! `list_changed` per kind that changed.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use portico_schema::{Prompt, Resource, ResourceTemplate, Tool};
@@ -35,14 +36,19 @@ impl std::fmt::Debug for Edit<'_> {
 }
 
 impl Edit<'_> {
-    /// Adds or replaces a tool.
-    pub fn add_tool<M>(&mut self, tool: Tool, handler: impl ToolHandler<M>) -> &mut Self {
+    /// Adds or replaces a tool. An `Arc<Tool>` is kept as it is, shared with its giver.
+    pub fn add_tool<M>(&mut self, tool: impl Into<Arc<Tool>>, handler: impl ToolHandler<M>) -> &mut Self {
         self.add_task_tool(tool, TaskSupport::Forbidden, handler)
     }
 
     /// Adds or replaces a tool that may run as a task (see [`super::ServerBuilder::task_tool`]).
-    pub fn add_task_tool<M>(&mut self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) -> &mut Self {
-        self.registry.insert_tool(tool, handler.into_erased(), tasks);
+    pub fn add_task_tool<M>(
+        &mut self,
+        tool: impl Into<Arc<Tool>>,
+        tasks: TaskSupport,
+        handler: impl ToolHandler<M>,
+    ) -> &mut Self {
+        self.registry.insert_tool(tool.into(), handler.into_erased(), tasks);
         self.tasks |= tasks != TaskSupport::Forbidden;
         self.tools = true;
         self

@@ -304,13 +304,15 @@ impl Server {
         self.inner.offers.tasks.load(Ordering::Relaxed)
     }
 
-    /// Adds or replaces a tool; connected clients are told the list changed.
-    pub fn add_tool<M>(&self, tool: Tool, handler: impl ToolHandler<M>) {
+    /// Adds or replaces a tool; connected clients are told the list changed. An `Arc<Tool>` is
+    /// kept as it is, shared with its giver.
+    pub fn add_tool<M>(&self, tool: impl Into<Arc<Tool>>, handler: impl ToolHandler<M>) {
         self.add_task_tool(tool, TaskSupport::Forbidden, handler);
     }
 
     /// Adds or replaces a tool that may run as a task (see [`ServerBuilder::task_tool`]).
-    pub fn add_task_tool<M>(&self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) {
+    pub fn add_task_tool<M>(&self, tool: impl Into<Arc<Tool>>, tasks: TaskSupport, handler: impl ToolHandler<M>) {
+        let tool = tool.into();
         self.write(|r| r.insert_tool(tool, handler.into_erased(), tasks));
         self.inner.offers.tools.store(true, Ordering::Relaxed);
         if tasks != TaskSupport::Forbidden {
@@ -457,7 +459,7 @@ impl ServerBuilder {
     }
 
     /// Adds a tool and its handler.
-    pub fn tool<M>(self, tool: Tool, handler: impl ToolHandler<M>) -> Self {
+    pub fn tool<M>(self, tool: impl Into<Arc<Tool>>, handler: impl ToolHandler<M>) -> Self {
         self.task_tool(tool, TaskSupport::Forbidden, handler)
     }
 
@@ -478,8 +480,13 @@ impl ServerBuilder {
     ///     })
     ///     .build();
     /// ```
-    pub fn task_tool<M>(mut self, tool: Tool, tasks: TaskSupport, handler: impl ToolHandler<M>) -> Self {
-        self.registry.insert_tool(tool, handler.into_erased(), tasks);
+    pub fn task_tool<M>(
+        mut self,
+        tool: impl Into<Arc<Tool>>,
+        tasks: TaskSupport,
+        handler: impl ToolHandler<M>,
+    ) -> Self {
+        self.registry.insert_tool(tool.into(), handler.into_erased(), tasks);
         self
     }
 

@@ -248,7 +248,8 @@ where
 }
 
 pub(crate) struct ToolEntry {
-    pub def: Tool,
+    /// Shared with whoever added it (a gateway keeps the same definition in its own registry).
+    pub def: Arc<Tool>,
     pub handler: ErasedTool,
     pub enabled: AtomicBool,
     pub tasks: super::TaskSupport,
@@ -293,7 +294,16 @@ macro_rules! entry {
         fn enabled_flag(&self) -> &AtomicBool { &self.enabled }
     })*};
 }
-entry!(ToolEntry => Tool, ResourceEntry => Resource, TemplateEntry => ResourceTemplate, PromptEntry => Prompt);
+impl Entry for ToolEntry {
+    type Def = Tool;
+    fn def(&self) -> &Tool {
+        &self.def
+    }
+    fn enabled_flag(&self) -> &AtomicBool {
+        &self.enabled
+    }
+}
+entry!(ResourceEntry => Resource, TemplateEntry => ResourceTemplate, PromptEntry => Prompt);
 
 /// Everything the server offers. Entries are `Arc`ed so a snapshot for one request is cheap.
 #[derive(Default)]
@@ -307,7 +317,7 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Adds or replaces a tool (enabled).
-    pub(crate) fn insert_tool(&mut self, def: Tool, handler: ErasedTool, tasks: super::TaskSupport) {
+    pub(crate) fn insert_tool(&mut self, def: Arc<Tool>, handler: ErasedTool, tasks: super::TaskSupport) {
         let validator = super::validate::ArgumentValidator::compile(&def);
         let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks, validator };
         self.tools.insert(entry.def.name.clone(), Arc::new(entry));
