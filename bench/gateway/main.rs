@@ -14,6 +14,7 @@
 //! bench-gateway [OPTIONS] --bin DIR --portico PATH     # DIR: bench-server, raw-echo, http-echo
 //! bench-gateway upstream [--tools N]                   # a small MCP server on stdio: echo + N-1 no-ops
 //! bench-gateway relay COMMAND [ARGS...]                # the floor: a bare JSON-RPC relay (relay.rs)
+//! bench-gateway commit [--commits N] [--bytes B] [DIR] # the floor of a log that commits each call alone (commit.rs)
 //!
 //! OPTIONS
 //!   --duration SECS   measured time per row (default 3)
@@ -54,6 +55,7 @@ mod proto;
 #[path = "../src/driver/workloads.rs"]
 mod workloads;
 
+mod commit;
 mod relay;
 
 use std::fmt::Write as _;
@@ -216,6 +218,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("relay") {
         args.next();
         return relay::main(args);
+    }
+    if args.peek().map(String::as_str) == Some("commit") {
+        args.next();
+        return commit::main(args);
     }
     let opts = match parse_args(args) {
         Ok(o) => o,
@@ -644,6 +650,31 @@ fn judge(
     }
 }
 
+/// With the log on and calls waiting for their record's commit: the floor of such a log, one
+/// record committed alone, measured now; with the relay's own addition it bounds what any such
+/// gateway adds at 1 in flight.
+fn commit_floor(
+    dir: &Path,
+    raw: &Line,
+    direct1: &Line,
+    relay1: &Line,
+    verdicts: &mut Vec<String>,
+) -> Result<(), String> {
+    let floor = commit::measure(dir, 5_000, commit::ECHO_RECORD_BYTES)?;
+    println!("{}", commit::line(&floor, commit::ECHO_RECORD_BYTES));
+    let budget = raw.row.p50_us + 20.0;
+    let least = (relay1.row.p50_us - direct1.row.p50_us) + floor.p50.as_secs_f64() * 1e6;
+    verdicts.push(format!(
+        "stdio: floor with the log on: the bare relay's addition plus one commit is {least:.1} µs at p50 against the budget of {budget:.1} µs{}",
+        if least > budget {
+            ": the target is out of reach for a gateway whose calls wait for their record's commit"
+        } else {
+            ""
+        }
+    ));
+    Ok(())
+}
+
 /// The stdio rows over the upstream `direct` (its process named `child`; "": whatever the one
 /// child is): the raw pipe echo, then direct, through the gateway and through the bare relay at
 /// 1 and at 64 in flight, each round interleaved.
@@ -723,6 +754,9 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         let rows = stdio_table(o, dir, &direct, "bench-server", &log).await?;
         print_table("stdio: driver ⇄ [portico serve | bare relay ⇄] bench-server stdio (echo)", &rows);
         judge("stdio", &rows[0], &rows[1], &rows[2], &[&rows[5]], Some((&rows[3], &rows[6])), &mut verdicts);
+        if o.audit == Audit::Written {
+            commit_floor(dir, &rows[0], &rows[1], &rows[3], &mut verdicts)?;
+        }
         if let Some(python) = &o.python {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/py_echo.py");
             let direct = vec![python.to_string_lossy().into_owned(), script.to_string_lossy().into_owned()];

@@ -63,6 +63,32 @@ fn the_bare_relay_passes_every_call_through_with_its_id_restored() {
 }
 
 #[test]
+fn the_commit_floor_writes_every_record_and_reports_its_latency() {
+    // bench-gateway's floor with the log on: N records committed one by one into the log's
+    // layout. It checks that all N are stored (or fails), and prints p50 <= p99.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_bench-gateway"))
+        .args(["commit", "--commits", "300"])
+        .arg(dir.path())
+        .output()
+        .expect("run bench-gateway commit");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text} {}", String::from_utf8_lossy(&out.stderr));
+    let figure = |name: &str| -> f64 {
+        let rest = text.split(&format!("{name} ")).nth(1).unwrap_or_else(|| panic!("no {name} in {text}"));
+        rest.split(' ').next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("bad {name} in {text}"))
+    };
+    let (p50, p99) = (figure("p50"), figure("p99"));
+    assert!(text.contains("300 commits"), "{text}");
+    assert!(p50 > 0.0 && p50 <= p99, "{text}");
+    // The database is removed afterwards.
+    assert_eq!(std::fs::read_dir(dir.path()).expect("read dir").count(), 0, "left files behind");
+    // Bad arguments are a usage error.
+    let bad = Command::new(env!("CARGO_BIN_EXE_bench-gateway")).args(["commit", "--commits", "0"]).output();
+    assert_eq!(bad.expect("run").status.code(), Some(64));
+}
+
+#[test]
 fn raw_echo_baseline() {
     drive(&["raw-echo", "--bin", env!("CARGO_BIN_EXE_raw-echo")]);
 }

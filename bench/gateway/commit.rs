@@ -1,0 +1,124 @@
+//! The floor of a log that records each call before answering it: one SQLite transaction of one
+//! record, committed, with nothing else around it.
+//!
+//! `bench-gateway commit [--commits N] [--bytes B] [DIR]` (and each stdio table with the log on)
+//! writes N records, one transaction each, into a fresh database laid out as the activity log's
+//! (the same columns and four indexes, WAL, `synchronous = NORMAL`, the same cache and checkpoint
+//! settings) and reports the p50 and p99 of a commit. A gateway whose calls wait for their
+//! record's commit (`[audit] wait = "written"`, the default) adds at least that p50 at one call
+//! in flight, whatever else it does.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+/// The record text of a gateway echo call as the log keeps it (678 bytes, measured on a
+/// `BENCH_GATEWAY_KEEP=1` run's log).
+pub const ECHO_RECORD_BYTES: usize = 678;
+
+/// What N commits took.
+pub struct Floor {
+    pub commits: usize,
+    pub p50: Duration,
+    pub p99: Duration,
+}
+
+/// Commits `commits` records of `bytes` of text, one transaction each, into a new database in
+/// `dir`; checks that every one is there.
+pub fn measure(dir: &Path, commits: usize, bytes: usize) -> Result<Floor, String> {
+    let path = dir.join("commit-floor.db");
+    let _ = std::fs::remove_file(&path);
+    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+    let mut c = Connection::open(&path).map_err(err)?;
+    c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)).map_err(err)?;
+    c.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+    c.pragma_update(None, "cache_size", -32_768).map_err(err)?;
+    c.pragma_update(None, "wal_autocheckpoint", 8192).map_err(err)?;
+    c.execute_batch(
+        "CREATE TABLE audit_records (
+            seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ts INTEGER NOT NULL, method TEXT NOT NULL,
+            server TEXT, tool TEXT, principal TEXT, decision TEXT, status TEXT NOT NULL,
+            record TEXT NOT NULL, hash BLOB NOT NULL);
+         CREATE UNIQUE INDEX audit_records_id ON audit_records (id);
+         CREATE INDEX audit_records_ts ON audit_records (ts);
+         CREATE INDEX audit_records_tool_ts ON audit_records (tool, ts);
+         CREATE INDEX audit_records_server_ts ON audit_records (server, ts);",
+    )
+    .map_err(err)?;
+    let text = "x".repeat(bytes);
+    let hash = [7u8; 32];
+    let mut took = Vec::with_capacity(commits);
+    for seq in 1..=commits {
+        // Ids and times that grow as the log's do (ULIDs; microseconds since the epoch).
+        let id = format!("01JD{seq:022}");
+        let ts = 1_795_000_000_000_000_i64 + i64::try_from(seq).unwrap_or(0) * 50;
+        let start = Instant::now();
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        tx.prepare_cached(
+            "INSERT INTO audit_records (seq, id, ts, method, server, tool, principal, decision, status, record, hash)
+             VALUES (?1, ?2, ?3, 'tools/call', 'bench', 'echo', 'local', 'allow', 'ok', ?4, ?5)",
+        )
+        .and_then(|mut st| st.execute(params![i64::try_from(seq).unwrap_or(i64::MAX), id, ts, text, &hash[..]]))
+        .map_err(err)?;
+        tx.commit().map_err(err)?;
+        took.push(start.elapsed());
+    }
+    let stored: i64 = c.query_row("SELECT count(*) FROM audit_records", [], |r| r.get(0)).map_err(err)?;
+    if usize::try_from(stored).ok() != Some(commits) {
+        return Err(format!("{stored} records stored of {commits} committed"));
+    }
+    drop(c);
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    took.sort_unstable();
+    let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
+    Ok(Floor { commits, p50: at(0.50).unwrap_or_default(), p99: at(0.99).unwrap_or_default() })
+}
+
+/// `bench-gateway commit [--commits N] [--bytes B] [DIR]`.
+pub fn main(mut args: impl Iterator<Item = String>) -> std::process::ExitCode {
+    let (mut commits, mut bytes, mut dir) = (5_000usize, ECHO_RECORD_BYTES, None);
+    while let Some(a) = args.next() {
+        let number = |v: Option<String>| v.and_then(|n| n.parse::<usize>().ok()).filter(|&n| n > 0);
+        match a.as_str() {
+            "--commits" => match number(args.next()) {
+                Some(n) => commits = n,
+                None => return usage(),
+            },
+            "--bytes" => match number(args.next()) {
+                Some(n) => bytes = n,
+                None => return usage(),
+            },
+            _ if dir.is_none() && !a.starts_with('-') => dir = Some(std::path::PathBuf::from(a)),
+            _ => return usage(),
+        }
+    }
+    let dir = dir.unwrap_or_else(std::env::temp_dir);
+    match measure(&dir, commits, bytes) {
+        Ok(f) => {
+            println!("{}", line(&f, bytes));
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench-gateway commit: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn usage() -> std::process::ExitCode {
+    eprintln!("usage: bench-gateway commit [--commits N] [--bytes B] [DIR]");
+    std::process::ExitCode::from(64)
+}
+
+/// The floor as one line of the report.
+pub fn line(f: &Floor, bytes: usize) -> String {
+    format!(
+        "floor: one record of {bytes} bytes committed alone (the log's table and indexes, WAL, synchronous = NORMAL), {} commits: p50 {:.1} µs, p99 {:.1} µs",
+        f.commits,
+        f.p50.as_secs_f64() * 1e6,
+        f.p99.as_secs_f64() * 1e6
+    )
+}
