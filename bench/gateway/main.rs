@@ -621,7 +621,21 @@ fn judge(
         if added <= budget { "met" } else { "NOT met" },
         added / budget
     ));
+    let added99 = gw1.p99_us - direct1.p99_us;
+    let budget99 = 2.0 * direct1.p99_us;
+    verdicts.push(format!(
+        "{transport}: p99 added at 1 in flight {added99:.1} µs (gateway {:.1} − direct {:.1}) ≤ 2 × direct p99 = {budget99:.1} µs: {} (ratio {:.2})",
+        gw1.p99_us,
+        direct1.p99_us,
+        if added99 <= budget99 { "met" } else { "NOT met" },
+        added99 / budget99
+    ));
     if let Some((relay1, _)) = floor {
+        verdicts.push(format!(
+            "{transport}: floor: the bare relay adds {:.1} µs at p99 (ratio to that budget {:.2})",
+            relay1.row.p99_us - direct1.p99_us,
+            (relay1.row.p99_us - direct1.p99_us) / budget99
+        ));
         let relay_added = relay1.row.p50_us - direct1.p50_us;
         verdicts.push(format!(
             "{transport}: floor: the bare relay adds {relay_added:.1} µs at p50 (ratio to the budget {:.2}); the gateway adds {:.1} µs more than it",
