@@ -2,9 +2,10 @@
 //! record, committed, with nothing else around it.
 //!
 //! `bench-gateway commit [--commits N] [--bytes B] [DIR]` (and each stdio table with the log on)
-//! writes N records, one transaction each, into a fresh database laid out as the activity log's
-//! (the same columns and four indexes, WAL, `synchronous = NORMAL`, the same cache and checkpoint
-//! settings) and reports the p50 and p99 of a commit. A gateway whose calls wait for their
+//! writes N records, one transaction each, into a fresh activity log's database (made by
+//! `portico_host::audit::AuditLog::open`, so its schema is the log's own; then WAL,
+//! `synchronous = NORMAL`, the log's cache and checkpoint settings) and reports the p50 and p99
+//! of a commit. A gateway whose calls wait for their
 //! record's commit (`[audit] wait = "written"`, the default) adds at least that p50 at one call
 //! in flight, whatever else it does.
 
@@ -24,28 +25,30 @@ pub struct Floor {
     pub p99: Duration,
 }
 
-/// Commits `commits` records of `bytes` of text, one transaction each, into a new database in
-/// `dir`; checks that every one is there.
-pub fn measure(dir: &Path, commits: usize, bytes: usize) -> Result<Floor, String> {
-    let path = dir.join("commit-floor.db");
-    let _ = std::fs::remove_file(&path);
+/// Commits `commits` records of `bytes` of text, one transaction each, into a new log's
+/// database in `dir` (removed afterwards); checks that every one is there.
+pub async fn measure(dir: &Path, commits: usize, bytes: usize) -> Result<Floor, String> {
+    let state = dir.join("commit-floor");
+    let _ = std::fs::remove_dir_all(&state);
+    let floor = measure_in(&state, commits, bytes).await;
+    let _ = std::fs::remove_dir_all(&state);
+    floor
+}
+
+async fn measure_in(state: &Path, commits: usize, bytes: usize) -> Result<Floor, String> {
+    std::fs::create_dir_all(state).map_err(|e| format!("{}: {e}", state.display()))?;
+    // The log makes its database with its own schema; then it is closed and written bare.
+    let log = portico_host::audit::AuditLog::open(&portico_host::audit::RawAudit::default(), state)
+        .await
+        .map_err(|e| format!("opening a log in {}: {e}", state.display()))?;
+    log.close().await.map_err(|e| format!("closing the log: {e}"))?;
+    let path = state.join("audit.db");
     let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
     let mut c = Connection::open(&path).map_err(err)?;
     c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)).map_err(err)?;
     c.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
     c.pragma_update(None, "cache_size", -32_768).map_err(err)?;
     c.pragma_update(None, "wal_autocheckpoint", 8192).map_err(err)?;
-    c.execute_batch(
-        "CREATE TABLE audit_records (
-            seq INTEGER PRIMARY KEY, id TEXT NOT NULL, ts INTEGER NOT NULL, method TEXT NOT NULL,
-            server TEXT, tool TEXT, principal TEXT, decision TEXT, status TEXT NOT NULL,
-            record TEXT NOT NULL, hash BLOB NOT NULL);
-         CREATE UNIQUE INDEX audit_records_id ON audit_records (id);
-         CREATE INDEX audit_records_ts ON audit_records (ts);
-         CREATE INDEX audit_records_tool_ts ON audit_records (tool, ts);
-         CREATE INDEX audit_records_server_ts ON audit_records (server, ts);",
-    )
-    .map_err(err)?;
     let text = "x".repeat(bytes);
     let hash = [7u8; 32];
     let mut took = Vec::with_capacity(commits);
@@ -69,9 +72,6 @@ pub fn measure(dir: &Path, commits: usize, bytes: usize) -> Result<Floor, String
         return Err(format!("{stored} records stored of {commits} committed"));
     }
     drop(c);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
     took.sort_unstable();
     let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
     Ok(Floor { commits, p50: at(0.50).unwrap_or_default(), p99: at(0.99).unwrap_or_default() })
@@ -96,16 +96,11 @@ pub fn main(mut args: impl Iterator<Item = String>) -> std::process::ExitCode {
         }
     }
     let dir = dir.unwrap_or_else(std::env::temp_dir);
-    match measure(&dir, commits, bytes) {
-        Ok(f) => {
-            println!("{}", line(&f, bytes));
-            std::process::ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("bench-gateway commit: {e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    super::subcommand("commit", async move {
+        let f = measure(&dir, commits, bytes).await?;
+        println!("{}", line(&f, bytes));
+        Ok::<(), String>(())
+    })
 }
 
 fn usage() -> std::process::ExitCode {

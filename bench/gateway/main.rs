@@ -667,14 +667,14 @@ fn judge(
 /// With the log on and calls waiting for their record's commit: the floor of such a log, one
 /// record committed alone, measured now; with the relay's own addition it bounds what any such
 /// gateway adds at 1 in flight.
-fn commit_floor(
+async fn commit_floor(
     dir: &Path,
     raw: &Line,
     direct1: &Line,
     relay1: &Line,
     verdicts: &mut Vec<String>,
 ) -> Result<(), String> {
-    let floor = commit::measure(dir, 5_000, commit::ECHO_RECORD_BYTES)?;
+    let floor = commit::measure(dir, 5_000, commit::ECHO_RECORD_BYTES).await?;
     println!("{}", commit::line(&floor, commit::ECHO_RECORD_BYTES));
     let budget = raw.row.p50_us + 20.0;
     let least = (relay1.row.p50_us - direct1.row.p50_us) + floor.p50.as_secs_f64() * 1e6;
@@ -769,7 +769,7 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         print_table("stdio: driver ⇄ [portico serve | bare relay ⇄] bench-server stdio (echo)", &rows);
         judge("stdio", &rows[0], &rows[1], &rows[2], &[&rows[5]], Some((&rows[3], &rows[6])), &mut verdicts);
         if o.audit == Audit::Written {
-            commit_floor(dir, &rows[0], &rows[1], &rows[3], &mut verdicts)?;
+            commit_floor(dir, &rows[0], &rows[1], &rows[3], &mut verdicts).await?;
         }
         if let Some(python) = &o.python {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/py_echo.py");
