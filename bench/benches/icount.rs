@@ -21,6 +21,11 @@
 //! - `gateway-list`: one `tools/list` of the bench server's 1,002 tools per round through the
 //!   same gateway (served from the SDK's cached page: no upstream, no activity-log record).
 //!
+//! - `floor-handshake` / `floor-stateless`: the same 64 echo requests per round, from the same
+//!   client code, answered by [`portico_bench::floor::answer`] (the least a server can do, the
+//!   logic of `raw-echo`) with no transport and no runtime. Their difference is the least that
+//!   the stateless era's bytes cost any server and this client.
+//!
 //! With ROUNDS = 0 only the set-up runs. Any unexpected response panics (the count would be
 //! meaningless).
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::unwrap_used)]
@@ -165,11 +170,32 @@ async fn http(rounds: u64, stateless: bool) {
     }
 }
 
+/// The floor's echo: each round's 64 requests answered by `floor::answer` into one buffer, then
+/// checked one line at a time like the other echoes.
+fn floor(rounds: u64, stateless: bool) {
+    let mut out = Vec::with_capacity(64 * 256);
+    let mut id = 1;
+    for _ in 0..rounds {
+        out.clear();
+        for i in 0..WINDOW {
+            portico_bench::floor::answer(&echo(id + i, stateless), &mut out).unwrap();
+        }
+        let mut seen = 0u64;
+        for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let got = check_echo(line, None);
+            assert!((id..id + WINDOW).contains(&got));
+            seen += got;
+        }
+        assert_eq!(seen, (id..id + WINDOW).sum::<u64>());
+        id += WINDOW;
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
         eprintln!(
-            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list ROUNDS"
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list|floor-handshake|floor-stateless ROUNDS"
         );
         std::process::exit(64);
     };
@@ -184,6 +210,8 @@ fn main() {
             "http-handshake" => http(rounds, false).await,
             "gateway" => gateway(rounds).await,
             "gateway-list" => gateway_list(rounds).await,
+            "floor-handshake" => floor(rounds, false),
+            "floor-stateless" => floor(rounds, true),
             other => {
                 eprintln!("unknown scenario {other}");
                 std::process::exit(64);
@@ -191,6 +219,10 @@ fn main() {
         }
     });
     // One op per round, except the pipelined echoes: WINDOW per round.
-    let per_round = if scenario.starts_with("echo-") || scenario == "gateway" { WINDOW } else { 1 };
+    let per_round = if scenario.starts_with("echo-") || scenario.starts_with("floor-") || scenario == "gateway" {
+        WINDOW
+    } else {
+        1
+    };
     println!("{scenario}: {} ops", rounds * per_round);
 }

@@ -9,6 +9,8 @@
 //!   deterministic, with a `"`, a `\` and a newline in every 64 characters. The last blob built
 //!   for each size is kept, encoded (`EncodedContents`), so a size is generated and escaped once.
 
+pub mod floor;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

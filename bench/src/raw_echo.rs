@@ -4,38 +4,13 @@
 //! JSON-RPC for the driver's `seq` and `pipe*` workloads: every request line is parsed
 //! (borrowed, no tree), and answered with a fixed, valid response carrying the same `id`
 //! and, for `tools/call`, the echoed `arguments.text`. `initialize` gets a fixed result;
-//! notifications get nothing. Output is flushed only when the input buffer is drained, so
+//! notifications get nothing. A request with the 2026-07-28 `_meta` is answered as that
+//! revision asks (`server/discover`, stamped results): see [`portico_bench::floor`]. Output is flushed only when the input buffer is drained, so
 //! a pipelined burst is answered with one write.
 
-use std::borrow::Cow;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-#[derive(Deserialize)]
-struct Request<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Option<Params<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Params<'a> {
-    #[serde(borrow)]
-    arguments: Option<Arguments<'a>>,
-}
-
-#[derive(Deserialize)]
-struct Arguments<'a> {
-    #[serde(borrow)]
-    text: Option<Cow<'a, str>>,
-}
-
-const INIT_RESULT: &str = r#"{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw-echo","version":"0.0.0"}}"#;
+use portico_bench::floor::answer;
 
 fn main() -> io::Result<()> {
     let stdin = io::stdin().lock();
@@ -65,34 +40,4 @@ fn trim_line(line: &[u8]) -> &[u8] {
         end -= 1;
     }
     &line[..end]
-}
-
-fn answer(line: &[u8], out: &mut impl Write) -> io::Result<()> {
-    let request: Request<'_> = match serde_json::from_slice(line) {
-        Ok(request) => request,
-        Err(e) => {
-            let message = serde_json::to_string(&format!("parse error: {e}"))?;
-            return writeln!(out, r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":{message}}}}}"#);
-        }
-    };
-    let Some(id) = request.id else {
-        return Ok(()); // a notification
-    };
-    out.write_all(br#"{"jsonrpc":"2.0","id":"#)?;
-    out.write_all(id.get().as_bytes())?;
-    match request.method.as_ref() {
-        "initialize" => {
-            out.write_all(br#","result":"#)?;
-            out.write_all(INIT_RESULT.as_bytes())?;
-        }
-        "ping" => out.write_all(br#","result":{}"#)?,
-        "tools/call" => {
-            let text = request.params.and_then(|p| p.arguments).and_then(|a| a.text).unwrap_or(Cow::Borrowed(""));
-            out.write_all(br#","result":{"content":[{"type":"text","text":"#)?;
-            serde_json::to_writer(&mut *out, text.as_ref())?;
-            out.write_all(b"}]}")?;
-        }
-        _ => out.write_all(br#","error":{"code":-32601,"message":"method not found"}"#)?,
-    }
-    out.write_all(b"}\n")
 }

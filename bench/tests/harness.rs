@@ -94,6 +94,16 @@ fn raw_echo_baseline() {
 }
 
 #[test]
+fn the_raw_echo_floor_speaks_the_stateless_era() {
+    // `bench/eras.sh` compares the eras on the floor too: `server/discover` and stamped results,
+    // verified by the driver like the bench server's.
+    let doc =
+        drive(&["--era", "stateless", "--workloads", "seq,pipe64", "stdio", "--", env!("CARGO_BIN_EXE_raw-echo")]);
+    assert_eq!(doc["protocolVersion"], "2026-07-28 (stateless)", "{doc}");
+    assert_eq!(doc["serverInfo"].as_str().map(|s| s.contains("raw-echo")), Some(true), "{doc}");
+}
+
+#[test]
 fn a_broken_server_voids_the_figure() {
     // `cat` echoes each request back: a request is not a response, so every figure is void.
     let out = Command::new(env!("CARGO_BIN_EXE_bench-driver"))
