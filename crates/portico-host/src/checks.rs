@@ -135,6 +135,11 @@ pub(crate) fn truncate(mut result: CallToolResult, size: usize, limit: usize) ->
 /// the gateway's clients as if it were the gateway's.
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
+/// Whether [`strip_meta`] would change `meta`.
+pub(crate) fn has_meta_to_strip(meta: &Option<portico::schema::Meta>) -> bool {
+    meta.as_ref().is_some_and(|m| m.contains_key(SERVER_INFO_META))
+}
+
 /// Drops what belongs to the upstream's connection, not to the answer, from a result's `_meta`.
 pub(crate) fn strip_meta(meta: &mut Option<portico::schema::Meta>) {
     if let Some(m) = meta {
@@ -167,6 +172,25 @@ pub(crate) fn expose_contents(
 }
 
 /// Rewrites resource links and embedded resources in a tool result from `server` the same way.
+/// Whether [`expose_blocks`] would change `blocks`: whether one names a URI the registry
+/// scopes.
+pub(crate) fn blocks_to_expose(registry: &crate::registry::Registry, server: &str, blocks: &[ContentBlock]) -> bool {
+    blocks.iter().any(|block| match block {
+        ContentBlock::ResourceLink(l) => registry.exposed_uri(server, &l.uri).is_some(),
+        ContentBlock::Resource(r) => {
+            use portico::schema::ResourceContents;
+            let uri = match &r.resource {
+                ResourceContents::Text(t) => &t.uri,
+                ResourceContents::Blob(b) => &b.uri,
+                #[allow(unreachable_patterns)]
+                _ => return false,
+            };
+            registry.exposed_uri(server, uri).is_some()
+        }
+        _ => false,
+    })
+}
+
 pub(crate) fn expose_blocks(registry: &crate::registry::Registry, server: &str, blocks: &mut [ContentBlock]) {
     for block in blocks {
         match block {

@@ -221,8 +221,9 @@ impl Gateway {
                 let host = host.clone();
                 let exposed = exposed.clone();
                 async move {
-                    match host.try_call_tool(&exposed, args, Some(&cx)).await {
-                        Ok(result) => ToolReply::Result(result),
+                    // The upstream's JSON, where nothing changed it, is the answer's.
+                    match host.try_call_tool_relayed(&exposed, args, Some(&cx)).await {
+                        Ok(result) => ToolReply::Relayed(result),
                         Err(e) => ToolReply::Error(handler_error(e)),
                     }
                 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use portico::RelayedToolResult;
 use portico::schema::{
     CallToolResult, CompleteRequestParams, CompleteResult, CompletionReference, ContentBlock, GetPromptResult,
     Implementation, ReadResourceResult,
@@ -291,6 +292,23 @@ impl Host {
         arguments: Value,
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, HostError> {
+        self.try_call_tool_relayed(name, arguments, cx).await.map(RelayedToolResult::into_result)
+    }
+
+    /// [`try_call_tool`](Self::try_call_tool), the result keeping the JSON the upstream sent
+    /// while nothing on the call path changed it: how the gateway answers with the upstream's
+    /// bytes instead of encoding the result again
+    /// ([`RelayedToolResult`](portico::RelayedToolResult)). Oversight sees the decoded result
+    /// all the same, and everything the JSON says is in it.
+    ///
+    /// # Errors
+    /// As for [`try_call_tool`](Self::try_call_tool).
+    pub async fn try_call_tool_relayed(
+        &self,
+        name: &str,
+        arguments: Value,
+        cx: Option<&RequestContext>,
+    ) -> Result<RelayedToolResult, HostError> {
         let span = crate::telemetry::span(Method::CallTool, name, cx);
         self.call_tool_in(name, arguments, cx, None).instrument(span).await
     }
@@ -303,7 +321,7 @@ impl Host {
         self.call_tool_in(name, arguments, None, Some(principal))
             .instrument(span)
             .await
-            .unwrap_or_else(|e| tool_error(e.to_string()))
+            .map_or_else(|e| tool_error(e.to_string()), RelayedToolResult::into_result)
     }
 
     /// The calls in progress through this host.
@@ -354,10 +372,10 @@ impl Host {
         arguments: Value,
         cx: Option<&RequestContext>,
         by: Option<&str>,
-    ) -> Result<CallToolResult, HostError> {
+    ) -> Result<RelayedToolResult, HostError> {
         let registry = self.registry();
         let Some(entry) = registry.tools.get(name) else {
-            return Ok(tool_error(format!("no tool `{name}` is offered")));
+            return Ok(tool_error(format!("no tool `{name}` is offered")).into());
         };
         let origin = &entry.origin;
         let call = Call {
@@ -374,13 +392,13 @@ impl Host {
             // Refused, and recorded like any refusal.
             let reason = format!("the tool `{name}` is switched off on this gateway");
             self.after(&call, &Verdict::deny(reason.clone()), &Outcome::Refused(&reason)).await;
-            return Ok(tool_error(reason));
+            return Ok(tool_error(reason).into());
         }
         if self.inner.activity.is_draining() {
             // Refused, and recorded like any refusal: the gateway is stopping.
             let reason = "the gateway is shutting down".to_owned();
             self.after(&call, &Verdict::deny(reason.clone()), &Outcome::Refused(&reason)).await;
-            return Ok(tool_error(reason));
+            return Ok(tool_error(reason).into());
         }
         let tracked = self.inner.activity.begin(&call);
         // The large steps are boxed: their futures (policy and approval, the upstream call, the
@@ -392,10 +410,10 @@ impl Host {
         };
         if let Some(reason) = &verdict.refusal {
             self.after(&call, &verdict, &Outcome::Refused(reason)).await;
-            return Ok(tool_error(format!("refused: {reason}")));
+            return Ok(tool_error(format!("refused: {reason}")).into());
         }
         let Some(up) = self.upstream(&origin.server) else {
-            return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)));
+            return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)).into());
         };
         tracked.running();
         let sent = std::time::Instant::now();
@@ -408,21 +426,26 @@ impl Host {
         self.measured(&call, sent, &upstream);
         match upstream {
             Ok(result) => {
+                // Every change goes through `result_mut`, which drops the upstream's JSON: the
+                // gateway answers with it only while it says what oversight saw.
                 let mut result = result;
-                crate::checks::expose_blocks(&registry, &origin.server, &mut result.content);
-                let mut result = match self.inner.output_schemas.check(&entry.tool, &result) {
+                if crate::checks::blocks_to_expose(&registry, &origin.server, &result.result().content) {
+                    crate::checks::expose_blocks(&registry, &origin.server, &mut result.result_mut().content);
+                }
+                let mut result = match self.inner.output_schemas.check(&entry.tool, result.result()) {
                     None => result,
                     Some(why) => {
                         tool_error(format!("server `{}` returned a result that was withheld: {why}", origin.server))
+                            .into()
                     }
                 };
                 if verdict.review_result
                     && let Review::Withhold(why) =
-                        Box::pin(self.inner.oversight.review(&call, &verdict, Answer::Tool(&result))).await
+                        Box::pin(self.inner.oversight.review(&call, &verdict, Answer::Tool(result.result()))).await
                 {
-                    result = tool_error(format!("the result was withheld by the person reviewing it: {why}"));
+                    result = tool_error(format!("the result was withheld by the person reviewing it: {why}")).into();
                 }
-                self.after(&call, &verdict, &Outcome::Answered(Answer::Tool(&result))).await;
+                self.after(&call, &verdict, &Outcome::Answered(Answer::Tool(result.result()))).await;
                 Ok(result)
             }
             Err(e) => {
@@ -430,7 +453,7 @@ impl Host {
                 self.after(&call, &verdict, &Outcome::Failed(&text)).await;
                 match e {
                     refused @ UpstreamError::Refused { .. } => Err(HostError::Upstream(refused)),
-                    other => Ok(tool_error(other.to_string())),
+                    other => Ok(tool_error(other.to_string()).into()),
                 }
             }
         }

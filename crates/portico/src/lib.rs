@@ -155,8 +155,12 @@ pub use error::{Error, ErrorKind, Result};
 pub mod auth;
 #[cfg(feature = "client")]
 pub mod client;
+#[cfg(any(feature = "client", feature = "server"))]
+mod relayed;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(any(feature = "client", feature = "server"))]
+pub use relayed::RelayedToolResult;
 
 #[cfg(feature = "macros")]
 pub use portico_macros::{completion, prompt, resource, tool, tools};

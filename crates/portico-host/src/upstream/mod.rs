@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use portico::RelayedToolResult;
 use portico::client::{CallOptions, Client};
 use portico::schema::SubscriptionFilter;
 use portico::schema::{CallToolResult, GetPromptResult, Implementation, ReadResourceResult};
@@ -371,11 +372,14 @@ impl Upstream {
         arguments: serde_json::Value,
         cx: Option<&RequestContext>,
     ) -> Result<CallToolResult, UpstreamError> {
-        self.call_tool_observed(name, arguments, cx, None).await
+        self.call_tool_observed(name, arguments, cx, None).await.map(RelayedToolResult::into_result)
     }
 
     /// [`call_tool`](Self::call_tool), with the upstream's progress reports also shown to
     /// `observe` (the host's list of calls in progress), whether or not a client is calling.
+    /// The result keeps the JSON the upstream sent unless it was cut to the size cap, for the
+    /// gateway to answer with (`_meta`, from which the upstream's serverInfo is taken out, is
+    /// always answered from the decoded result).
     ///
     /// # Errors
     /// Any [`UpstreamError`].
@@ -385,7 +389,7 @@ impl Upstream {
         arguments: serde_json::Value,
         cx: Option<&RequestContext>,
         observe: Option<ProgressObserver>,
-    ) -> Result<CallToolResult, UpstreamError> {
+    ) -> Result<RelayedToolResult, UpstreamError> {
         let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
         let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
@@ -419,7 +423,7 @@ impl Upstream {
             }
         };
         let run = std::pin::pin!(async move {
-            let result = client.call_tool_with(name, arguments, options).await;
+            let result = client.call_tool_relayed_with(name, arguments, options).await;
             // The call's senders go with it, so that the forwarding below ends.
             drop(call);
             result
@@ -429,11 +433,21 @@ impl Upstream {
             None => run.await,
         };
         let mut result = result.map_err(|e| self.lost(&e))?;
-        crate::checks::strip_meta(&mut result.meta);
-        // A tool result over the cap is cut and marked rather than refused.
-        match self.check_size(&result) {
+        if crate::checks::has_meta_to_strip(&result.result().meta) {
+            // `_meta` is always answered from the decoded result: the JSON stays.
+            crate::checks::strip_meta(result.meta_mut());
+        }
+        // A tool result over the cap is cut and marked rather than refused. The JSON it came
+        // as, when kept, is its size.
+        let checked = match result.json() {
+            Some(json) => self.check_len(json.get().len()),
+            None => self.check_size(result.result()),
+        };
+        match checked {
             Ok(()) => Ok(result),
-            Err(UpstreamError::TooLarge { size, limit, .. }) => Ok(crate::checks::truncate(result, size, limit)),
+            Err(UpstreamError::TooLarge { size, limit, .. }) => {
+                Ok(crate::checks::truncate(result.into_result(), size, limit).into())
+            }
             Err(e) => Err(e),
         }
     }
@@ -541,12 +555,17 @@ impl Upstream {
     }
 
     fn check_size(&self, result: &impl serde::Serialize) -> Result<(), UpstreamError> {
-        let limit = self.shared.config.max_result_bytes;
         let mut counter = Counter(0);
         // Counting bytes as they are serialized: no buffer is built.
         let _ = serde_json::to_writer(&mut counter, result);
-        if counter.0 > limit {
-            return Err(UpstreamError::TooLarge { server: self.shared.config.name.clone(), size: counter.0, limit });
+        self.check_len(counter.0)
+    }
+
+    /// A result of `size` bytes of JSON against the cap.
+    fn check_len(&self, size: usize) -> Result<(), UpstreamError> {
+        let limit = self.shared.config.max_result_bytes;
+        if size > limit {
+            return Err(UpstreamError::TooLarge { server: self.shared.config.name.clone(), size, limit });
         }
         Ok(())
     }

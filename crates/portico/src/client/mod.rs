@@ -450,17 +450,32 @@ impl Client {
         arguments: serde_json::Value,
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
-        let mut p = CallToolRequestParams::new(name);
-        p.arguments = match arguments {
-            serde_json::Value::Null => None,
-            serde_json::Value::Object(m) => Some(m),
-            _ => return Err(Error::local("tool arguments must be a JSON object")),
-        };
+        let p = tool_params(name, arguments)?;
         match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
             Final::Complete(raw) => decode(methods::TOOLS_CALL, &raw),
             // Boxed: following a task is rare, and its future would otherwise sit inside
             // every call's.
             Final::Task(created) => Box::pin(tasks::follow(&self.inner, &created, &options)).await,
+        }
+    }
+
+    /// [`call_tool_with`](Self::call_tool_with), keeping the result's JSON as the server sent
+    /// it, for a relay to answer with ([`RelayedToolResult`](crate::RelayedToolResult)). A
+    /// result that came through a task has no JSON of its own.
+    ///
+    /// # Errors
+    /// As for [`call_tool_with`](Self::call_tool_with).
+    pub async fn call_tool_relayed_with(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+        options: CallOptions,
+    ) -> Result<crate::RelayedToolResult, Error> {
+        let p = tool_params(name, arguments)?;
+        match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
+            Final::Complete(raw) => crate::RelayedToolResult::from_raw(raw)
+                .map_err(|e| Error::misbehaved(format!("malformed result of {}", methods::TOOLS_CALL)).with_source(e)),
+            Final::Task(created) => Box::pin(tasks::follow(&self.inner, &created, &options)).await.map(Into::into),
         }
     }
 
@@ -667,4 +682,15 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         self.cancel.cancel();
     }
+}
+
+/// `tools/call` params: `arguments` must be an object, or `null` for none.
+fn tool_params(name: &str, arguments: serde_json::Value) -> Result<CallToolRequestParams, Error> {
+    let mut p = CallToolRequestParams::new(name);
+    p.arguments = match arguments {
+        serde_json::Value::Null => None,
+        serde_json::Value::Object(m) => Some(m),
+        _ => return Err(Error::local("tool arguments must be a JSON object")),
+    };
+    Ok(p)
 }

@@ -5,6 +5,8 @@ use std::fmt;
 use portico_schema::{CallToolResult, ContentBlock, ErrorCode, ErrorObject, ProtocolVersion};
 use serde::Serialize;
 
+use crate::RelayedToolResult;
+
 /// The error a resource, prompt or completion handler returns: a protocol error on the wire.
 ///
 /// Tool handlers rarely need it: a tool's `Err` becomes a tool execution error (`isError`) that
@@ -94,13 +96,14 @@ pub trait IntoCallToolResult {
     /// The result.
     fn into_call_tool_result(self) -> CallToolResult;
 
-    /// The call's answer: a result, or a JSON-RPC error ([`ToolReply::Error`] only).
+    /// The call's answer: a result (with the JSON it came as, [`ToolReply::Relayed`] only), or
+    /// a JSON-RPC error ([`ToolReply::Error`] only).
     #[doc(hidden)]
-    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError>
+    fn into_tool_reply(self) -> Result<RelayedToolResult, HandlerError>
     where
         Self: Sized,
     {
-        Ok(self.into_call_tool_result())
+        Ok(self.into_call_tool_result().into())
     }
 }
 
@@ -130,6 +133,15 @@ pub enum ToolReply {
     Result(CallToolResult),
     /// A JSON-RPC error in place of a result.
     Error(HandlerError),
+    /// A result relayed from another server, answered with the JSON it came as where the
+    /// client's revision reads it the same ([`RelayedToolResult`]).
+    Relayed(RelayedToolResult),
+}
+
+impl From<RelayedToolResult> for ToolReply {
+    fn from(r: RelayedToolResult) -> Self {
+        ToolReply::Relayed(r)
+    }
 }
 
 impl From<CallToolResult> for ToolReply {
@@ -150,13 +162,15 @@ impl IntoCallToolResult for ToolReply {
         match self {
             ToolReply::Result(r) => r,
             ToolReply::Error(e) => CallToolResult::error(e.to_string()),
+            ToolReply::Relayed(r) => r.into_result(),
         }
     }
 
-    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError> {
+    fn into_tool_reply(self) -> Result<RelayedToolResult, HandlerError> {
         match self {
-            ToolReply::Result(r) => Ok(r),
+            ToolReply::Result(r) => Ok(r.into()),
             ToolReply::Error(e) => Err(e),
+            ToolReply::Relayed(r) => Ok(r),
         }
     }
 }
@@ -212,10 +226,10 @@ impl<T: IntoCallToolResult, E: fmt::Display> IntoCallToolResult for Result<T, E>
         }
     }
 
-    fn into_tool_reply(self) -> Result<CallToolResult, HandlerError> {
+    fn into_tool_reply(self) -> Result<RelayedToolResult, HandlerError> {
         match self {
             Ok(t) => t.into_tool_reply(),
-            Err(e) => Ok(CallToolResult::error(e.to_string())),
+            Err(e) => Ok(CallToolResult::error(e.to_string()).into()),
         }
     }
 }

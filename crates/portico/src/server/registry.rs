@@ -11,8 +11,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use portico_schema::{
-    CallToolResult, CompleteRequestParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Tool,
+    CompleteRequestParams, CompleteResult, GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, Tool,
 };
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
@@ -40,7 +40,7 @@ pub type ErasedTool = Arc<
     dyn Fn(
             Option<&RawValue>,
             RequestContext,
-        ) -> Result<BoxFuture<'static, Result<CallToolResult, HandlerError>>, serde_json::Error>
+        ) -> Result<BoxFuture<'static, Result<crate::RelayedToolResult, HandlerError>>, serde_json::Error>
         + Send
         + Sync,
 >;

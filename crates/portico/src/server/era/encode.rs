@@ -20,6 +20,44 @@ impl EraLayer {
         self.finish_with(r, era, down)
     }
 
+    /// A relayed tool result: answered with the JSON it came as where the client's revision
+    /// reads that the same, else encoded like any result.
+    ///
+    /// The JSON's members go out as they were written. When the JSON has no `_meta` or
+    /// `resultType` of its own, it is the answer (a handshake-era client) or is stamped around
+    /// (2026-07-28: `resultType` in front, the server's info as `_meta` at the end). Otherwise
+    /// the answer is made of its other members, as written, and the decoded `_meta`. A client
+    /// whose revision needs the result rewritten gets it encoded.
+    pub(super) fn finish_relayed_tool_result(&self, r: crate::RelayedToolResult, era: &Era) -> Reply {
+        let envelope = r.has_envelope();
+        let (r, json) = r.into_parts();
+        let Some(json) = json else {
+            return self.finish_tool_result(r, era);
+        };
+        let stateless = era.version.is_stateless();
+        if !stateless
+            && era.version < ProtocolVersion::V2025_11_25
+            && downgrade::for_call_tool_result(&r, era.version).is_some()
+        {
+            return self.finish_tool_result(r, era);
+        }
+        let info = &self.server.inner;
+        if !envelope {
+            return Ok(if stateless {
+                stamp_relayed(json.get(), &info.info_meta)
+            } else {
+                // The text itself becomes the reply: no copy.
+                Bytes::from(String::from(Box::<str>::from(json)))
+            });
+        }
+        let mut meta = r.meta;
+        if stateless {
+            meta.get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info.info_json.clone());
+        }
+        rebuild_relayed(json.get(), stateless, meta.as_ref())
+            .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+    }
+
     /// Stamps a result for its era and encodes it.
     pub(super) fn finish<R: Serialize + ResultEnvelope>(&self, r: R, era: &Era) -> Reply {
         self.finish_with(r, era, None)
@@ -73,6 +111,49 @@ fn splice_server_info(object: &mut Vec<u8>, info_meta: &[u8]) {
     object.push(b'}');
 }
 
+/// `{…}` (a JSON object without `resultType` or `_meta`) → `{"resultType":"complete",…,"_meta":{…serverInfo…}}`,
+/// in one buffer.
+fn stamp_relayed(object: &str, info_meta: &[u8]) -> Bytes {
+    const STAMP: &[u8] = br#"{"resultType":"complete""#;
+    let inner = object.strip_prefix('{').unwrap_or(object);
+    let mut out = Vec::with_capacity(STAMP.len() + object.len() + info_meta.len() + 10);
+    out.extend_from_slice(STAMP);
+    if !inner.trim_start().starts_with('}') {
+        out.push(b',');
+    }
+    out.extend_from_slice(inner.as_bytes());
+    splice_server_info(&mut out, info_meta);
+    Bytes::from(out)
+}
+
+/// A relayed result made of the members of `object` (as written) but its `resultType` and
+/// `_meta`, with `"resultType":"complete"` first when `stateless`, and `meta` last.
+fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
+    let members = crate::relayed::members(object)?;
+    let mut out = Vec::with_capacity(object.len() + 64);
+    out.push(b'{');
+    if stateless {
+        out.extend_from_slice(br#""resultType":"complete""#);
+    }
+    for (name, value) in members.iter().filter(|(name, _)| name != "_meta" && name != "resultType") {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, name.as_ref())?;
+        out.push(b':');
+        out.extend_from_slice(value.get().as_bytes());
+    }
+    if let Some(meta) = meta {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#""_meta":"#);
+        serde_json::to_writer(&mut out, meta)?;
+    }
+    out.push(b'}');
+    Ok(Bytes::from(out))
+}
+
 /// Encodes a stateless result without `_meta` of its own, with the serverInfo `_meta` spliced
 /// in (encoded once per server): one buffer, no re-encoding.
 fn encode_with_server_info<R: Serialize>(r: &R, info_meta: &[u8]) -> Reply {
@@ -104,7 +185,39 @@ pub(super) fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: Op
 
 #[cfg(test)]
 mod tests {
-    use super::splice_server_info;
+    use super::{rebuild_relayed, splice_server_info, stamp_relayed};
+
+    #[test]
+    fn a_relayed_result_with_an_envelope_is_made_of_its_other_members() {
+        let object = r#"{"resultType":"complete","content":[{"type":"text","text":"\/"}],"_meta":{"up":1},"x":null}"#;
+        let mut meta = portico_schema::Meta::new();
+        meta.insert("k".to_owned(), serde_json::json!("v"));
+        let handshake = rebuild_relayed(object, false, Some(&meta)).expect("valid");
+        assert_eq!(&handshake[..], br#"{"content":[{"type":"text","text":"\/"}],"x":null,"_meta":{"k":"v"}}"#);
+        let stateless = rebuild_relayed(object, true, None).expect("valid");
+        assert_eq!(&stateless[..], br#"{"resultType":"complete","content":[{"type":"text","text":"\/"}],"x":null}"#);
+        // A name written with escapes is the same name.
+        let escaped = rebuild_relayed(r#"{"\u005fmeta":{"up":1},"content":[]}"#, false, None).expect("valid");
+        assert_eq!(&escaped[..], br#"{"content":[]}"#);
+    }
+
+    #[test]
+    fn a_relayed_result_is_stamped_around_its_own_text() {
+        let meta = br#"{"io.modelcontextprotocol/serverInfo":{"name":"s"}}"#;
+        let info = serde_json::json!({"io.modelcontextprotocol/serverInfo": {"name": "s"}});
+        for (object, want) in [
+            (
+                r#"{"content":[{"type":"text","text":"}"}]}"#,
+                serde_json::json!({"resultType": "complete", "content": [{"type": "text", "text": "}"}], "_meta": info}),
+            ),
+            (r#"{ "isError" : true }"#, serde_json::json!({"resultType": "complete", "isError": true, "_meta": info})),
+            ("{ }", serde_json::json!({"resultType": "complete", "_meta": info})),
+        ] {
+            let stamped = stamp_relayed(object, meta);
+            let got: serde_json::Value = serde_json::from_slice(&stamped).expect("valid JSON");
+            assert_eq!(got, want, "{object}");
+        }
+    }
 
     #[test]
     fn server_info_is_spliced_into_any_object() {

@@ -149,7 +149,7 @@ impl EraLayer {
             g.disarm();
         }
         match outcome? {
-            input::Stage::Done(Ok(r)) => self.finish_tool_result(r, &era),
+            input::Stage::Done(Ok(r)) => self.finish_relayed_tool_result(r, &era),
             input::Stage::Done(Err(e)) => Err(e.into_error_object(era.version)),
             input::Stage::InputRequired(r) => self.finish(r, &era),
             input::Stage::Task(fut) => {
@@ -158,8 +158,8 @@ impl EraLayer {
                     let _ = s.task.set(task.clone());
                 }
                 let version = era.version;
-                tasks::spawn(task.clone(), fut, move |r: Result<CallToolResult, HandlerError>| {
-                    let mut r = r.map_err(|e| e.into_error_object(version))?;
+                tasks::spawn(task.clone(), fut, move |r: Result<crate::RelayedToolResult, HandlerError>| {
+                    let mut r = r.map_err(|e| e.into_error_object(version))?.into_result();
                     *r.result_type_mut() = Some(ResultType::Complete);
                     serde_json::to_string(&r)
                         .and_then(RawValue::from_string)
