@@ -55,6 +55,7 @@ SCENARIOS = {
     "http-handshake": (50, 450, 1),
     "gateway": (4, 24, 64),
     "gateway-list": (4, 24, 1),
+    "gateway-big": (4, 24, 1),
 }
 if only:
     SCENARIOS = {k: v for k, v in SCENARIOS.items() if k in only.split(",")}

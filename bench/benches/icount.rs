@@ -21,6 +21,8 @@
 //! - `gateway-list`: one `tools/list` of the bench server's 1,002 tools per round through the
 //!   same gateway (served from the SDK's cached page: no upstream, no activity-log record).
 //!
+//! - `gateway-big`: one `echo` of a 16 KiB text per round through the same gateway (the
+//!   result's bytes, relayed as the upstream wrote them, and the activity log's copy of them);
 //! - `floor-handshake` / `floor-stateless`: the same 64 echo requests per round, from the same
 //!   client code, answered by [`portico_bench::floor::answer`] (the least a server can do, the
 //!   logic of `raw-echo`) with no transport and no runtime. Their difference is the least that
@@ -101,6 +103,24 @@ async fn gateway_end(host: portico_host::Host, supervisor: std::sync::Arc<portic
 async fn gateway(rounds: u64) {
     let (host, supervisor, mut c, _dir) = gateway_start().await;
     pipelined_on(&mut c, rounds, false).await;
+    gateway_end(host, supervisor).await;
+}
+
+/// One `echo` of a 16 KiB text per round through the gateway: the result's bytes dominate.
+async fn gateway_big(rounds: u64) {
+    let (host, supervisor, mut c, _dir) = gateway_start().await;
+    let text: String = (0..16_384).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+    for id in 1..=rounds {
+        let req = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#
+        );
+        c.w.write_frame(req.as_bytes()).await.unwrap();
+        c.w.flush().await.unwrap();
+        let f = c.read().await;
+        let v: serde_json::Value = serde_json::from_slice(&f).unwrap();
+        assert_eq!(v["id"], id, "{v}");
+        assert_eq!(v["result"]["content"][0]["text"].as_str().map(str::len), Some(text.len()), "{v}");
+    }
     gateway_end(host, supervisor).await;
 }
 
@@ -195,7 +215,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
         eprintln!(
-            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list|floor-handshake|floor-stateless ROUNDS"
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list|gateway-big|floor-handshake|floor-stateless ROUNDS"
         );
         std::process::exit(64);
     };
@@ -210,6 +230,7 @@ fn main() {
             "http-handshake" => http(rounds, false).await,
             "gateway" => gateway(rounds).await,
             "gateway-list" => gateway_list(rounds).await,
+            "gateway-big" => gateway_big(rounds).await,
             "floor-handshake" => floor(rounds, false),
             "floor-stateless" => floor(rounds, true),
             other => {

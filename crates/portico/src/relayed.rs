@@ -69,7 +69,7 @@ impl RelayedToolResult {
     pub fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
         let result: CallToolResult = serde_json::from_str(raw.get())?;
         // In JSON a line break can only be whitespace between tokens: inside a string it is escaped.
-        let one_line = !raw.get().bytes().any(|b| b == b'\n' || b == b'\r');
+        let one_line = !raw.get().contains('\n') && !raw.get().contains('\r');
         let envelope = result.result_type.is_some() || result.meta.is_some() || names_envelope(raw.get())?;
         Ok(RelayedToolResult { result, json: one_line.then_some(raw), envelope })
     }

@@ -51,11 +51,28 @@ impl EraLayer {
             });
         }
         let mut meta = r.meta;
+        // A 2026-07-28 result as a Portico upstream writes it: its middle is cut out whole;
+        // any other shape has its members read.
+        let middle = between_envelope(json.get());
+        if let (Some(middle), true, None) = (middle, stateless, &meta) {
+            let mut out = Vec::with_capacity(middle.len() + info.info_meta.len() + 40);
+            out.extend_from_slice(br#"{"resultType":"complete""#);
+            if !middle.is_empty() {
+                out.push(b',');
+                out.extend_from_slice(middle.as_bytes());
+            }
+            out.push(b'}');
+            splice_server_info(&mut out, &info.info_meta);
+            return Ok(Bytes::from(out));
+        }
         if stateless {
             meta.get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info.info_json.clone());
         }
-        rebuild_relayed(json.get(), stateless, meta.as_ref())
-            .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
+        let built = match middle {
+            Some(middle) => from_middle(middle, stateless, meta.as_ref()),
+            None => rebuild_relayed(json.get(), stateless, meta.as_ref()),
+        };
+        built.map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
     }
 
     /// Stamps a result for its era and encodes it.
@@ -126,6 +143,48 @@ fn stamp_relayed(object: &str, info_meta: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
+/// The members of `object` between a leading `"resultType":"complete"` and a trailing
+/// top-level `_meta`, as written: the shape of a 2026-07-28 result as Portico writes it. `None`
+/// for any other shape.
+///
+/// The bytes `,"_meta":` cannot occur inside a JSON string (its quotes would be escaped), so the
+/// last of them starts a `_meta` member; it is the top-level object's last member when its
+/// value ends right before the text's final `}`.
+fn between_envelope(object: &str) -> Option<&str> {
+    const HEAD: &str = r#"{"resultType":"complete","#;
+    const META: &str = r#","_meta":"#;
+    let rest = object.strip_prefix(HEAD)?;
+    let at = rest.rfind(META)?;
+    let value = rest[at + META.len()..].strip_suffix('}')?;
+    serde_json::from_str::<&serde_json::value::RawValue>(value).ok()?;
+    Some(&rest[..at])
+}
+
+/// A relayed result made of `middle` (members as written, without `resultType` or `_meta`),
+/// with `"resultType":"complete"` first when `stateless`, and `meta` last.
+fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
+    let mut out = Vec::with_capacity(middle.len() + 128);
+    out.push(b'{');
+    if stateless {
+        out.extend_from_slice(br#""resultType":"complete""#);
+    }
+    if !middle.is_empty() {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(middle.as_bytes());
+    }
+    if let Some(meta) = meta {
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend_from_slice(br#""_meta":"#);
+        serde_json::to_writer(&mut out, meta)?;
+    }
+    out.push(b'}');
+    Ok(Bytes::from(out))
+}
+
 /// A relayed result made of the members of `object` (as written) but its `resultType` and
 /// `_meta`, with `"resultType":"complete"` first when `stateless`, and `meta` last.
 fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
@@ -186,6 +245,24 @@ pub(super) fn encode_for<R: Serialize>(r: &R, version: ProtocolVersion, down: Op
 #[cfg(test)]
 mod tests {
     use super::{rebuild_relayed, splice_server_info, stamp_relayed};
+
+    #[test]
+    fn the_middle_of_a_portico_shaped_result_is_cut_out_only_when_sure() {
+        use super::between_envelope;
+        let meta = r#""_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}"#;
+        let ok = format!(r#"{{"resultType":"complete","content":[{{"type":"text","text":"a,\"_meta\":b"}}],{meta}}}"#);
+        assert_eq!(between_envelope(&ok), Some(r#""content":[{"type":"text","text":"a,\"_meta\":b"}]"#));
+        assert_eq!(between_envelope(&format!(r#"{{"resultType":"complete",{meta}}}"#)), None);
+        for other in [
+            // `_meta` not last, or nested only, or no `resultType` first.
+            format!(r#"{{"resultType":"complete",{meta},"content":[]}}"#),
+            r#"{"resultType":"complete","content":[],"x":{"a":1,"_meta":{}}}"#.to_owned(),
+            format!(r#"{{"content":[],{meta}}}"#),
+            r#"{"resultType":"complete","content":[]}"#.to_owned(),
+        ] {
+            assert_eq!(between_envelope(&other), None, "{other}");
+        }
+    }
 
     #[test]
     fn a_relayed_result_with_an_envelope_is_made_of_its_other_members() {
