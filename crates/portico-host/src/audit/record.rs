@@ -401,13 +401,36 @@ static ESCAPE: [u8; 256] = {
     t
 };
 
+/// Whether `b` is escaped in a JSON string: a control character, `"` or `\\`. Branch-free, so
+/// the loops below over whole chunks compile to vector compares.
+#[inline]
+fn escaped(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\')
+}
+
+/// The offset of the first byte of `bytes` that is escaped: chunks of 32 bytes are tested whole
+/// (most strings have no such byte), the chunk that has one byte by byte.
+fn next_escaped(bytes: &[u8]) -> Option<usize> {
+    const CHUNK: usize = 32;
+    // A short string (most of a record's) is looked up byte by byte in the table.
+    let by_table = |bytes: &[u8]| bytes.iter().position(|&b| ESCAPE[usize::from(b)] != 0);
+    let mut chunks = bytes.chunks_exact(CHUNK);
+    for (n, chunk) in (&mut chunks).enumerate() {
+        if chunk.iter().fold(false, |any, &b| any | escaped(b)) {
+            return by_table(chunk).map(|i| n * CHUNK + i);
+        }
+    }
+    let rest = chunks.remainder();
+    by_table(rest).map(|i| bytes.len() - rest.len() + i)
+}
+
 fn write_str(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    // Most strings need no escape: find the next byte that does by table, copy runs whole.
-    while let Some(off) = bytes[start..].iter().position(|&b| ESCAPE[usize::from(b)] != 0) {
+    // Most strings need no escape: find the next byte that does, copy runs whole.
+    while let Some(off) = next_escaped(&bytes[start..]) {
         let i = start + off;
         out.push_str(&s[start..i]);
         let b = bytes[i];
@@ -437,14 +460,26 @@ pub fn json_len(v: &Value) -> usize {
         }
     }
     fn str_len(s: &str) -> usize {
-        s.bytes()
-            .map(|b| match ESCAPE[usize::from(b)] {
-                0 => 1,
-                b'u' => 6,
-                _ => 2,
+        if s.len() < 64 {
+            let by_table = |b: u8| match ESCAPE[usize::from(b)] {
+                0 => 0,
+                b'u' => 5,
+                _ => 1,
+            };
+            return s.len() + s.bytes().map(by_table).sum::<usize>() + 2;
+        }
+        // What each byte adds to its one: 1 for a short escape (`\"` `\\` `\b` `\f` `\n` `\r`
+        // `\t`), 5 for `\u00XX`. Branch-free, summed over the whole string by vector code.
+        let extra: usize = s
+            .bytes()
+            .map(|b| {
+                let control = usize::from(b < 0x20);
+                let short = usize::from((b == 0x08) | (b == 0x0c) | (b == b'\n') | (b == b'\r') | (b == b'\t'));
+                let quote = usize::from((b == b'"') | (b == b'\\'));
+                control * 5 - short * 4 + quote
             })
-            .sum::<usize>()
-            + 2
+            .sum();
+        s.len() + extra + 2
     }
     match v {
         Value::Null => 4,
@@ -636,6 +671,22 @@ mod tests {
             let v = Value::String(s.to_owned());
             assert_eq!(canonical_json(&v), serde_json::to_string(&v).unwrap_or_default(), "{s:?}");
             assert_eq!(json_len(&v), canonical_json(&v).len());
+        }
+    }
+
+    #[test]
+    fn long_strings_are_escaped_and_counted_wherever_the_escape_falls() {
+        // Escapes at every offset around the 32-byte chunks of the scan, and none at all.
+        for len in [0usize, 1, 31, 32, 33, 64, 65, 200] {
+            for at in (0..len).step_by(7).chain([len.saturating_sub(1)]) {
+                for esc in ['"', '\\', '\n', '\u{1}', 'é'] {
+                    let s: String = (0..len).map(|i| if i == at { esc } else { 'a' }).collect();
+                    let v = Value::String(s.clone());
+                    let want = serde_json::to_string(&v).unwrap_or_default();
+                    assert_eq!(canonical_json(&v), want, "{s:?}");
+                    assert_eq!(json_len(&v), want.len(), "{s:?}");
+                }
+            }
         }
     }
 
