@@ -55,15 +55,7 @@ impl EraLayer {
         // any other shape has its members read.
         let middle = between_envelope(json.get());
         if let (Some(middle), true, None) = (middle, stateless, &meta) {
-            let mut out = Vec::with_capacity(middle.len() + info.info_meta.len() + 40);
-            out.extend_from_slice(br#"{"resultType":"complete""#);
-            if !middle.is_empty() {
-                out.push(b',');
-                out.extend_from_slice(middle.as_bytes());
-            }
-            out.push(b'}');
-            splice_server_info(&mut out, &info.info_meta);
-            return Ok(Bytes::from(out));
+            return Ok(stamped(middle, &info.info_meta));
         }
         if stateless {
             meta.get_or_insert_with(Meta::new).insert(META_SERVER_INFO.to_owned(), info.info_json.clone());
@@ -131,14 +123,20 @@ fn splice_server_info(object: &mut Vec<u8>, info_meta: &[u8]) {
 /// `{…}` (a JSON object without `resultType` or `_meta`) → `{"resultType":"complete",…,"_meta":{…serverInfo…}}`,
 /// in one buffer.
 fn stamp_relayed(object: &str, info_meta: &[u8]) -> Bytes {
-    const STAMP: &[u8] = br#"{"resultType":"complete""#;
-    let inner = object.strip_prefix('{').unwrap_or(object);
-    let mut out = Vec::with_capacity(STAMP.len() + object.len() + info_meta.len() + 10);
+    let middle = object.strip_prefix('{').and_then(|o| o.strip_suffix('}')).unwrap_or(object);
+    stamped(middle, info_meta)
+}
+
+/// `{"resultType":"complete",MIDDLE,"_meta":{…serverInfo…}}`: `middle` is members as written
+/// (none when it is blank).
+fn stamped(middle: &str, info_meta: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(middle.len() + info_meta.len() + 40);
     out.extend_from_slice(STAMP);
-    if !inner.trim_start().starts_with('}') {
+    if !middle.trim().is_empty() {
         out.push(b',');
+        out.extend_from_slice(middle.as_bytes());
     }
-    out.extend_from_slice(inner.as_bytes());
+    out.push(b'}');
     splice_server_info(&mut out, info_meta);
     Bytes::from(out)
 }
@@ -160,24 +158,52 @@ fn between_envelope(object: &str) -> Option<&str> {
     Some(&rest[..at])
 }
 
+/// The opening of a 2026-07-28 result: `{` and its `resultType`.
+const STAMP: &[u8] = br#"{"resultType":"complete""#;
+
 /// A relayed result made of `middle` (members as written, without `resultType` or `_meta`),
 /// with `"resultType":"complete"` first when `stateless`, and `meta` last.
 fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
-    let mut out = Vec::with_capacity(middle.len() + 128);
-    out.push(b'{');
+    assemble(stateless, meta, middle.len(), |out| {
+        if !middle.is_empty() {
+            comma(out);
+            out.extend_from_slice(middle.as_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// A relayed result made of the members of `object` (as written) but its `resultType` and
+/// `_meta`, with `"resultType":"complete"` first when `stateless`, and `meta` last.
+fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
+    let members = crate::relayed::members(object)?;
+    assemble(stateless, meta, object.len(), |out| {
+        for (name, value) in members.iter().filter(|(name, _)| name != "_meta" && name != "resultType") {
+            comma(out);
+            serde_json::to_writer(&mut *out, name.as_ref())?;
+            out.push(b':');
+            out.extend_from_slice(value.get().as_bytes());
+        }
+        Ok(())
+    })
+}
+
+/// `{`, the stamp when `stateless`, what `members` writes, `meta` as `_meta`, `}`.
+fn assemble(
+    stateless: bool,
+    meta: Option<&Meta>,
+    size: usize,
+    members: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
+) -> Result<Bytes, serde_json::Error> {
+    let mut out = Vec::with_capacity(size + 128);
     if stateless {
-        out.extend_from_slice(br#""resultType":"complete""#);
+        out.extend_from_slice(STAMP);
+    } else {
+        out.push(b'{');
     }
-    if !middle.is_empty() {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        out.extend_from_slice(middle.as_bytes());
-    }
+    members(&mut out)?;
     if let Some(meta) = meta {
-        if out.len() > 1 {
-            out.push(b',');
-        }
+        comma(&mut out);
         out.extend_from_slice(br#""_meta":"#);
         serde_json::to_writer(&mut out, meta)?;
     }
@@ -185,32 +211,11 @@ fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<Byt
     Ok(Bytes::from(out))
 }
 
-/// A relayed result made of the members of `object` (as written) but its `resultType` and
-/// `_meta`, with `"resultType":"complete"` first when `stateless`, and `meta` last.
-fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
-    let members = crate::relayed::members(object)?;
-    let mut out = Vec::with_capacity(object.len() + 64);
-    out.push(b'{');
-    if stateless {
-        out.extend_from_slice(br#""resultType":"complete""#);
+/// A `,` before a member that is not the object's first.
+fn comma(out: &mut Vec<u8>) {
+    if out.len() > 1 {
+        out.push(b',');
     }
-    for (name, value) in members.iter().filter(|(name, _)| name != "_meta" && name != "resultType") {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, name.as_ref())?;
-        out.push(b':');
-        out.extend_from_slice(value.get().as_bytes());
-    }
-    if let Some(meta) = meta {
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        out.extend_from_slice(br#""_meta":"#);
-        serde_json::to_writer(&mut out, meta)?;
-    }
-    out.push(b'}');
-    Ok(Bytes::from(out))
 }
 
 /// Encodes a stateless result without `_meta` of its own, with the serverInfo `_meta` spliced
