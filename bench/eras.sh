@@ -42,12 +42,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 if ((icount)); then
     command -v valgrind >/dev/null || { echo "--icount needs valgrind (apt-get install valgrind)" >&2; exit 69; }
-    counter=$(cargo bench -p portico-bench --bench icount --no-run --message-format=json 2>/dev/null |
-        python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "icount" and m.get("executable"):
-        print(m["executable"])')
+    . bench/icount-bin.sh
+    counter=$icount_bin
     for s in echo-handshake echo-stateless floor-handshake floor-stateless; do
         for r in 4 24; do
             echo "icount $s $r" >&2

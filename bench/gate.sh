@@ -30,13 +30,8 @@ while (($#)); do
 done
 command -v valgrind >/dev/null || { echo "gate.sh needs valgrind (apt-get install valgrind)" >&2; exit 69; }
 
-bin=$(cargo bench -p portico-bench --bench icount --no-run --message-format=json 2>/dev/null |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "icount" and m.get("executable"):
-        print(m["executable"])')
-[[ -x "$bin" ]] || { echo "could not build the icount bench" >&2; exit 70; }
+. bench/icount-bin.sh
+bin=$icount_bin
 # The `gateway` scenario's upstream: the bench server, a child process callgrind does not follow
 # (only the gateway is counted).
 cargo build -q --release -p portico-bench --bin bench-server

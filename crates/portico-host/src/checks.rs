@@ -171,26 +171,17 @@ pub(crate) fn expose_contents(
     }
 }
 
-/// Rewrites resource links and embedded resources in a tool result from `server` the same way.
 /// Whether [`expose_blocks`] would change `blocks`: whether one names a URI the registry
 /// scopes.
 pub(crate) fn blocks_to_expose(registry: &crate::registry::Registry, server: &str, blocks: &[ContentBlock]) -> bool {
     blocks.iter().any(|block| match block {
         ContentBlock::ResourceLink(l) => registry.exposed_uri(server, &l.uri).is_some(),
-        ContentBlock::Resource(r) => {
-            use portico::schema::ResourceContents;
-            let uri = match &r.resource {
-                ResourceContents::Text(t) => &t.uri,
-                ResourceContents::Blob(b) => &b.uri,
-                #[allow(unreachable_patterns)]
-                _ => return false,
-            };
-            registry.exposed_uri(server, uri).is_some()
-        }
+        ContentBlock::Resource(r) => registry.exposed_uri(server, r.resource.uri()).is_some(),
         _ => false,
     })
 }
 
+/// Rewrites resource links and embedded resources in a tool result from `server` the same way.
 pub(crate) fn expose_blocks(registry: &crate::registry::Registry, server: &str, blocks: &mut [ContentBlock]) {
     for block in blocks {
         match block {

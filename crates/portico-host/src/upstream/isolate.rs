@@ -66,7 +66,7 @@ impl Instances {
             .opened
             .get_or_init(|| async {
                 let deadline = tokio::time::Instant::now() + shared.config.startup_timeout;
-                match super::open(shared, deadline, false).await {
+                match super::supervise::open(shared, deadline, false).await {
                     Ok((client, child)) => {
                         *lock(&instance.child) = child;
                         tokio::spawn(watch(Arc::downgrade(shared), key, instance.clone(), client.clone(), cx.clone()));
