@@ -1,5 +1,6 @@
 //! A caller's W3C trace context (`traceparent`, `tracestate`, `baggage` in `_meta`) goes on to
-//! the upstream that serves the call, in both eras, so a trace continues across the gateway.
+//! the upstream that serves the call, in both eras, so a trace continues across the gateway;
+//! so do the caller's other `_meta` members, while the protocol's keys are each hop's own.
 
 mod common;
 
@@ -16,6 +17,12 @@ use serde_json::json;
 /// An upstream whose tool answers with the trace context its request carried.
 fn traced() -> Server {
     Server::builder(Implementation::new("traced", "1.0.0"))
+        .tool(
+            Tool::new("meta", object(json!({"type": "object"}))),
+            |_: serde_json::Value, cx: RequestContext| async move {
+                cx.meta().cloned().map(serde_json::Value::Object).unwrap_or_default().to_string()
+            },
+        )
         .tool(
             Tool::new("seen", object(json!({"type": "object"}))),
             |_: serde_json::Value, cx: RequestContext| async move {
@@ -57,6 +64,51 @@ async fn the_callers_trace_context_reaches_the_upstream() {
             // Without one, none is made up.
             let r = client.call_tool(tool, json!({})).await.expect("call");
             assert_eq!(common::text(&r), "None|None|None", "{era:?} → {tool}");
+        }
+        client.close().await;
+    }
+    host.shutdown().await;
+    upstream.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_meta_members_reach_the_upstream() {
+    let (addr, upstream) = common::serve_http(traced()).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let mut cfg = String::from("[policy.defaults]\ntools = \"allow\"\n\n");
+    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
+        cfg.push_str(&format!(
+            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
+        ));
+    }
+    let host = Host::start(common::config_in(dir.path(), &cfg));
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let serde_json::Value::Object(members) = json!({
+        "acme.example/locale": "fr-FR",
+        "acme.example/widget": {"theme": "dark", "sizes": [1, 2]},
+        "io.modelcontextprotocol/custom": "this hop's own",
+    }) else {
+        unreachable!()
+    };
+    for era in [EraMode::Stateless, EraMode::Handshake(ProtocolVersion::V2025_06_18)] {
+        let (a, b) = portico::transport::memory::pair();
+        gateway.server().connect(b);
+        let client = Client::builder(Implementation::new("agent", "1")).era(era).connect(a).await.expect("connect");
+        for tool in ["new__meta", "old__meta"] {
+            let options = CallOptions::new().with_meta(members.clone()).with_progress(|_| {});
+            let r = client.call_tool_with(tool, json!({}), options).await.expect("call");
+            assert_eq!(
+                common::text(&r),
+                json!({"acme.example/locale": "fr-FR", "acme.example/widget": {"theme": "dark", "sizes": [1, 2]}})
+                    .to_string(),
+                "{era:?} → {tool}"
+            );
+            // Without members, the upstream sees none: no progress token or protocol key leaks
+            // into them.
+            let r = client.call_tool(tool, json!({})).await.expect("call");
+            assert_eq!(common::text(&r), "null", "{era:?} → {tool}");
         }
         client.close().await;
     }

@@ -11,7 +11,10 @@
 
 use std::borrow::Cow;
 
-use portico_schema::{ErrorObject, LoggingLevel, ProgressToken};
+use portico_schema::{
+    ErrorObject, LoggingLevel, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    ProgressToken,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -19,27 +22,142 @@ use serde_json::value::RawValue;
 /// capabilities and client info stay raw (the era layer decodes them only when they differ
 /// from the last ones seen), and so do the progress token and log level
 /// ([`decode_loose`](Self::decode_loose)), so that a transport reading `_meta` for its own
-/// checks does not fail on them.
-#[derive(Deserialize, Default)]
+/// checks does not fail on them. The members the protocol does not define are kept raw in
+/// [`other`](Self::other) (no allocation when there are none).
+#[derive(Default)]
 pub(crate) struct RequestMeta<'a> {
     /// Present only in a stateless-era (2026-07-28) request.
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", borrow, default)]
     pub protocol_version: Option<Cow<'a, str>>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", borrow, default)]
     pub client_capabilities: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", borrow, default)]
     pub client_info: Option<&'a RawValue>,
-    #[serde(rename = "progressToken", borrow, default)]
     pub progress_token: Option<&'a RawValue>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", borrow, default)]
     pub log_level: Option<&'a RawValue>,
     /// W3C trace context (raw: a value that is not a string is ignored, not refused).
-    #[serde(borrow, default)]
     pub traceparent: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     pub tracestate: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     pub baggage: Option<&'a RawValue>,
+    /// Every other member, in order.
+    pub other: Vec<(Cow<'a, str>, &'a RawValue)>,
+}
+
+impl<'de> Deserialize<'de> for RequestMeta<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{self, MapAccess, Visitor};
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RequestMeta<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a _meta object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RequestMeta<'de>, A::Error> {
+                let mut m = RequestMeta::default();
+                while let Some(key) = map.next_key::<MetaKey<'de>>()? {
+                    let (slot, name) = match key {
+                        MetaKey::ProtocolVersion => {
+                            if m.protocol_version.is_some() {
+                                return Err(de::Error::duplicate_field(META_PROTOCOL_VERSION));
+                            }
+                            m.protocol_version = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0);
+                            continue;
+                        }
+                        MetaKey::ClientCapabilities => (&mut m.client_capabilities, META_CLIENT_CAPABILITIES),
+                        MetaKey::ClientInfo => (&mut m.client_info, META_CLIENT_INFO),
+                        MetaKey::ProgressToken => (&mut m.progress_token, "progressToken"),
+                        MetaKey::LogLevel => (&mut m.log_level, META_LOG_LEVEL),
+                        MetaKey::Traceparent => (&mut m.traceparent, "traceparent"),
+                        MetaKey::Tracestate => (&mut m.tracestate, "tracestate"),
+                        MetaKey::Baggage => (&mut m.baggage, "baggage"),
+                        MetaKey::Other(name) => {
+                            m.other.push((name, map.next_value()?));
+                            continue;
+                        }
+                    };
+                    if slot.is_some() {
+                        return Err(de::Error::duplicate_field(name));
+                    }
+                    *slot = map.next_value()?;
+                }
+                Ok(m)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A JSON string, borrowed when it has no escapes (a `Cow<str>` field borrows only with
+/// `#[serde(borrow)]`, which a hand-written visitor does not have).
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            #[inline]
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A member name of a `_meta`, borrowed when it has no escapes.
+enum MetaKey<'a> {
+    ProtocolVersion,
+    ClientCapabilities,
+    ClientInfo,
+    ProgressToken,
+    LogLevel,
+    Traceparent,
+    Tracestate,
+    Baggage,
+    Other(Cow<'a, str>),
+}
+
+impl<'a> MetaKey<'a> {
+    #[inline]
+    fn known(v: &str) -> Option<MetaKey<'a>> {
+        Some(match v {
+            META_PROTOCOL_VERSION => MetaKey::ProtocolVersion,
+            META_CLIENT_CAPABILITIES => MetaKey::ClientCapabilities,
+            META_CLIENT_INFO => MetaKey::ClientInfo,
+            "progressToken" => MetaKey::ProgressToken,
+            META_LOG_LEVEL => MetaKey::LogLevel,
+            "traceparent" => MetaKey::Traceparent,
+            "tracestate" => MetaKey::Tracestate,
+            "baggage" => MetaKey::Baggage,
+            _ => return None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for MetaKey<'de> {
+    #[inline]
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = MetaKey<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            #[inline]
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<MetaKey<'de>, E> {
+                Ok(MetaKey::known(v).unwrap_or(MetaKey::Other(Cow::Borrowed(v))))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MetaKey<'de>, E> {
+                Ok(MetaKey::known(v).unwrap_or_else(|| MetaKey::Other(Cow::Owned(v.to_owned()))))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 impl RequestMeta<'_> {
@@ -51,6 +169,19 @@ impl RequestMeta<'_> {
         let text = |r: Option<&RawValue>| r.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
         let (p, s, b) = (text(self.traceparent), text(self.tracestate), text(self.baggage));
         crate::trace::TraceContext::from_parts(p.as_deref(), s.as_deref(), b.as_deref()).map(std::sync::Arc::new)
+    }
+
+    /// The members the protocol does not define, owned; `None` when there are none (or one of
+    /// them is not valid JSON, which a parser's raw value always is).
+    pub fn other_members(&self) -> Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>> {
+        if self.other.is_empty() {
+            return None;
+        }
+        let mut members = serde_json::Map::new();
+        for (name, raw) in &self.other {
+            members.insert(name.clone().into_owned(), serde_json::from_str(raw.get()).ok()?);
+        }
+        Some(std::sync::Arc::new(members))
     }
 
     /// True when the request names a protocol version in `_meta`: the dual-era rule makes it a
@@ -271,5 +402,28 @@ mod tests {
         assert!(p.repeated);
         let twice = RawValue::from_string(r#"{"_meta":{},"_meta":{}}"#.into()).expect("json");
         assert!(ParamsPeek::read(Some(&twice)).is_err());
+    }
+
+    #[test]
+    fn members_the_protocol_does_not_define_are_kept_raw_and_only_when_there_are_some() {
+        let raw = RawValue::from_string(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1,"traceparent":"x","acme/a":[1,{"b":2}],"c\u0064":null}}"#
+                .into(),
+        )
+        .expect("json");
+        let meta = ParamsPeek::read(Some(&raw)).expect("peek").meta.expect("meta");
+        let other: Vec<(&str, &str)> = meta.other.iter().map(|(k, v)| (k.as_ref(), v.get())).collect();
+        assert_eq!(other, [("acme/a", r#"[1,{"b":2}]"#), ("cd", "null")]);
+        assert!(matches!(meta.other[0].0, Cow::Borrowed(_)), "an unescaped name is borrowed");
+        let owned = meta.other_members().expect("some");
+        assert_eq!(
+            serde_json::Value::Object((*owned).clone()),
+            serde_json::json!({"acme/a": [1, {"b": 2}], "cd": null})
+        );
+        // Only the protocol's members: nothing kept, nothing allocated.
+        let raw = RawValue::from_string(r#"{"_meta":{"progressToken":1,"baggage":"k=v"}}"#.into()).expect("json");
+        let meta = ParamsPeek::read(Some(&raw)).expect("peek").meta.expect("meta");
+        assert_eq!(meta.other.capacity(), 0);
+        assert!(meta.other_members().is_none());
     }
 }

@@ -241,7 +241,12 @@ impl Host {
             #[allow(unreachable_patterns)]
             _ => return Err(HostError::NotFound { what: "completion reference", name: String::new() }),
         };
-        params.meta = None;
+        // The caller's own `_meta` members go on; the protocol's keys are this hop's.
+        params.meta = params.meta.take().and_then(|m| {
+            let mut kept = portico::schema::RequestMeta::new();
+            kept.other = m.other.into_iter().filter(|(k, _)| !k.starts_with("io.modelcontextprotocol/")).collect();
+            (!kept.is_empty()).then_some(kept)
+        });
         let up = self
             .upstream(&origin.server)
             .ok_or_else(|| HostError::NotFound { what: "server", name: origin.server.clone() })?;

@@ -137,6 +137,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// `options` with what passes from the caller's `_meta` to the upstream: its own members (the
+/// protocol's keys are the upstream client's to write) and the trace context.
+fn from_caller(options: CallOptions, cx: &RequestContext) -> CallOptions {
+    let options = match cx.meta() {
+        Some(members) => options.with_meta(members.clone()),
+        None => options,
+    };
+    match crate::telemetry::outgoing(cx) {
+        Some(trace) => options.with_trace_context(trace),
+        None => options,
+    }
+}
+
 /// One upstream server under supervision. Cheap to clone.
 #[derive(Clone)]
 pub struct Upstream {
@@ -410,9 +423,7 @@ impl Upstream {
                     .with_input(relay::handler(self.shared.clone(), cx.clone()))
                     .with_capabilities(handler::capabilities_for(cx))
                     .with_on_task(relay::continue_as_task(cx));
-                if let Some(trace) = crate::telemetry::outgoing(cx) {
-                    options = options.with_trace_context(trace);
-                }
+                options = from_caller(options, cx);
                 (Some(self.shared.calls.enter(cx.clone(), tx)), Some((rx, cx)))
             }
             None => {
@@ -496,10 +507,7 @@ impl Upstream {
             .with_cancel(cx.cancellation().clone())
             .with_input(relay::handler(self.shared.clone(), cx.clone()))
             .with_capabilities(handler::capabilities_for(cx));
-        match crate::telemetry::outgoing(cx) {
-            Some(trace) => options.with_trace_context(trace),
-            None => options,
-        }
+        from_caller(options, cx)
     }
 
     /// Runs `request` on `cx`'s client (see [`client_for`](Self::client_for)) within the

@@ -63,6 +63,22 @@ pub(super) struct Peek {
     pub(super) ttl_ms: Option<i64>,
 }
 
+/// Adds `members` to a request's `_meta`, except the protocol's own keys (`progressToken` and
+/// the `io.modelcontextprotocol/` ones, which the client writes) and keys already there.
+fn add_members(meta: &mut Option<RequestMeta>, members: &serde_json::Map<String, serde_json::Value>) {
+    let mut pass = members
+        .iter()
+        .filter(|(k, _)| k.as_str() != "progressToken" && !k.starts_with("io.modelcontextprotocol/"))
+        .peekable();
+    if pass.peek().is_none() {
+        return;
+    }
+    let m = meta.get_or_insert_with(RequestMeta::new);
+    for (k, v) in pass {
+        m.other.entry(k.clone()).or_insert_with(|| v.clone());
+    }
+}
+
 impl Inner {
     pub(super) fn options(&self, call: &CallOptions) -> (RequestOptions, Option<portico_schema::ProgressToken>) {
         let mut o = RequestOptions {
@@ -111,6 +127,9 @@ impl Inner {
     ) -> Result<Box<RawValue>, Error> {
         let (options, token) = self.options(call);
         self.stamp(params.meta_mut(), token, call.capabilities.as_ref());
+        if let Some(members) = &call.meta {
+            add_members(params.meta_mut(), members);
+        }
         if let Some(trace) = &call.trace {
             trace.write(&mut params.meta_mut().get_or_insert_with(RequestMeta::new).other);
         }

@@ -29,6 +29,8 @@ pub struct CallOptions {
     pub capabilities: Option<portico_schema::ClientCapabilities>,
     /// The W3C trace context sent in the request's `_meta`.
     pub trace: Option<crate::trace::TraceContext>,
+    /// More members of the request's `_meta` ([`with_meta`](Self::with_meta)).
+    pub meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// Told when the server makes a task of this tool call (the tasks extension).
     pub on_task: Option<TaskHook>,
 }
@@ -53,6 +55,7 @@ impl std::fmt::Debug for CallOptions {
             .field("on_input", &self.on_input.is_some())
             .field("capabilities", &self.capabilities)
             .field("trace", &self.trace)
+            .field("meta", &self.meta)
             .field("on_task", &self.on_task.is_some())
             .finish()
     }
@@ -95,6 +98,16 @@ impl CallOptions {
     /// server continues the caller's trace.
     pub fn with_trace_context(mut self, trace: crate::trace::TraceContext) -> Self {
         self.trace = Some(trace);
+        self
+    }
+    /// Sends `members` in the request's `_meta` too, beside what the client writes there
+    /// itself. The protocol's own keys are the client's to write and are skipped here:
+    /// `progressToken` and every `io.modelcontextprotocol/…` key. The trace context, when
+    /// [`with_trace_context`](Self::with_trace_context) gives one, replaces a `traceparent`,
+    /// `tracestate` or `baggage` among them. A gateway passes on its caller's `_meta` this way
+    /// ([`RequestContext::meta`](crate::server::RequestContext::meta)).
+    pub fn with_meta(mut self, members: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.meta = Some(Arc::new(members));
         self
     }
     /// Calls `f` when the server answers this tool call with a task (the

@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     pub extensions: http::Extensions,
     /// The W3C trace context in the request's `_meta`.
     pub trace: Option<Arc<crate::trace::TraceContext>>,
+    /// The members of the request's `_meta` the protocol does not define.
+    pub meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// Who decides whether a log message is sent.
@@ -377,6 +379,17 @@ impl RequestContext {
     /// [`CallOptions::with_trace_context`](crate::client::CallOptions::with_trace_context).
     pub fn trace_context(&self) -> Option<&crate::trace::TraceContext> {
         self.inner.trace.as_deref()
+    }
+
+    /// The members of the request's `_meta` that the protocol does not define itself: not
+    /// `progressToken` (see [`progress`](Self::progress)), not the trace context (see
+    /// [`trace_context`](Self::trace_context)), and not the 2026-07-28 fields
+    /// (`io.modelcontextprotocol/protocolVersion`, `…/clientCapabilities`, `…/clientInfo`,
+    /// `…/logLevel`), which the SDK reads for the request. Other keys under a reserved prefix
+    /// (`io.modelcontextprotocol/…`) are among them. `None` when there are none. A gateway
+    /// passes them on with [`CallOptions::with_meta`](crate::client::CallOptions::with_meta).
+    pub fn meta(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.inner.meta.as_deref()
     }
 
     /// Whether this request already holds an answer under `key` (2026-07-28: sent with the

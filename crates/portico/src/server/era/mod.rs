@@ -217,6 +217,7 @@ impl EraLayer {
             close_stream: req.close_stream.clone(),
             extensions: req.extensions.clone(),
             trace: era.trace.clone(),
+            meta: era.meta.clone(),
         })
     }
 }

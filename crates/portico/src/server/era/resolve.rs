@@ -34,6 +34,8 @@ pub(crate) struct Era {
     pub log_level: Option<LoggingLevel>,
     /// The W3C trace context in `_meta`.
     pub trace: Option<Arc<crate::trace::TraceContext>>,
+    /// The members of `_meta` the protocol does not define.
+    pub meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// The era of a stateless request, resolved by the transport (in the request's extensions).
@@ -115,6 +117,7 @@ impl EraLayer {
                 progress_token,
                 log_level: None,
                 trace: peeked.meta.as_ref().and_then(RequestMeta::trace),
+                meta: peeked.meta.as_ref().and_then(RequestMeta::other_members),
             })),
             None if method == methods::PING => Ok(None),
             None => Err(ErrorObject::invalid_params(format!(
@@ -184,6 +187,7 @@ impl EraLayer {
             progress_token,
             log_level,
             trace: meta.trace(),
+            meta: meta.other_members(),
         })
     }
 }
