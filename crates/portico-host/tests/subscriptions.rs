@@ -12,8 +12,6 @@ use std::time::Duration;
 use portico::client::{Client, ClientHandler, EraMode};
 use portico::schema::{Implementation, ProtocolVersion, Resource, ResourceContents, SubscriptionFilter, Tool, object};
 use portico::server::{HandlerError, RequestContext, ResourceRequest, Server};
-use portico_host::Host;
-use portico_host::gateway::Gateway;
 use serde_json::json;
 
 const URI: &str = "mem://counter";
@@ -69,16 +67,7 @@ async fn a_watched_resource_is_subscribed_upstream_and_its_updates_come_through(
     let (addr, served) = common::serve_http(upstream(watchers.clone())).await;
     let dir = tempfile::tempdir().expect("tmp");
     // The same server twice, in each era: its URI is offered scoped, once per server.
-    let mut cfg = String::new();
-    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
-        cfg.push_str(&format!(
-            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
-        ));
-    }
-    let host = Host::start(common::config_in(dir.path(), &cfg));
-    host.ready(Duration::from_secs(20)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let (host, gateway) = common::gateway_over_both_eras(addr, dir.path(), "").await;
 
     for (server, era) in [("new", EraMode::Stateless), ("old", EraMode::Handshake(ProtocolVersion::V2025_11_25))] {
         let exposed = format!("portico:{server}/{URI}");

@@ -4,14 +4,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use portico::client::{CallOptions, Client, EraMode};
 use portico::schema::{Implementation, ProtocolVersion, Tool, object};
 use portico::server::{RequestContext, Server};
 use portico::trace::TraceContext;
-use portico_host::Host;
-use portico_host::gateway::Gateway;
 use serde_json::json;
 
 /// An upstream whose tool answers with the trace context its request carried.
@@ -37,16 +33,7 @@ fn traced() -> Server {
 async fn the_callers_trace_context_reaches_the_upstream() {
     let (addr, upstream) = common::serve_http(traced()).await;
     let dir = tempfile::tempdir().expect("tmp");
-    let mut cfg = String::new();
-    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
-        cfg.push_str(&format!(
-            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
-        ));
-    }
-    let host = Host::start(common::config_in(dir.path(), &cfg));
-    host.ready(Duration::from_secs(20)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let (host, gateway) = common::gateway_over_both_eras(addr, dir.path(), "").await;
     let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     let trace = TraceContext::new(parent).with_tracestate("portico=1").with_baggage("user=ada");
     for era in [EraMode::Stateless, EraMode::Handshake(ProtocolVersion::V2025_06_18)] {
@@ -75,16 +62,8 @@ async fn the_callers_trace_context_reaches_the_upstream() {
 async fn the_callers_meta_members_reach_the_upstream() {
     let (addr, upstream) = common::serve_http(traced()).await;
     let dir = tempfile::tempdir().expect("tmp");
-    let mut cfg = String::from("[policy.defaults]\ntools = \"allow\"\n\n");
-    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
-        cfg.push_str(&format!(
-            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
-        ));
-    }
-    let host = Host::start(common::config_in(dir.path(), &cfg));
-    host.ready(Duration::from_secs(20)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let allow = "[policy.defaults]\ntools = \"allow\"\n\n";
+    let (host, gateway) = common::gateway_over_both_eras(addr, dir.path(), allow).await;
     let serde_json::Value::Object(members) = json!({
         "acme.example/locale": "fr-FR",
         "acme.example/widget": {"theme": "dark", "sizes": [1, 2]},

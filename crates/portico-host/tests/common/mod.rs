@@ -108,3 +108,24 @@ pub async fn serve_http(server: portico::server::Server) -> (std::net::SocketAdd
     });
     (addr, served)
 }
+
+/// A host and its gateway over the HTTP server at `addr`, configured twice: as `new`, spoken to
+/// in 2026-07-28, and as `old`, in 2025-11-25 (both `shared`), after `extra` config lines;
+/// started, ready and in step.
+pub async fn gateway_over_both_eras(
+    addr: std::net::SocketAddr,
+    dir: &Path,
+    extra: &str,
+) -> (portico_host::Host, portico_host::gateway::Gateway) {
+    let mut cfg = extra.to_owned();
+    for (name, version) in [("new", "2026-07-28"), ("old", "2025-11-25")] {
+        cfg.push_str(&format!(
+            "[servers.{name}]\nurl = \"http://{addr}/mcp\"\nshared = true\nprotocol_version = \"{version}\"\n\n"
+        ));
+    }
+    let host = portico_host::Host::start(config_in(dir, &cfg));
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = portico_host::gateway::Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    (host, gateway)
+}
