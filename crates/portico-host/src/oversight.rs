@@ -194,7 +194,18 @@ impl Supervisor {
 
     async fn ask(&self, call: &Call<'_>, rules: &Rules, reason: &Option<String>, record: &mut Value) -> Verdict {
         let session = call.session();
-        if self.approvals.session_allows(call.principal, session, &call.origin.server, call.exposed) {
+        // Bound to the tool as the person saw it, like "always": a changed tool asks again.
+        let definition = call
+            .tool
+            .filter(|_| req_method(call) == PolicyMethod::CallTool)
+            .map(crate::policy::store::definition_digest);
+        if self.approvals.session_allows(
+            call.principal,
+            session,
+            &call.origin.server,
+            call.exposed,
+            definition.as_deref(),
+        ) {
             record["approval"] = json!({ "channel": "session", "choice": "allow_session" });
             return Verdict::allow();
         }
@@ -213,7 +224,8 @@ impl Supervisor {
         if let Some(redactor) = self.audit.as_ref().and_then(AuditLog::redactor) {
             redactor.redact_arguments(&mut shown);
         }
-        let pending = pending(call, Kind::Call, shown, reason.clone());
+        let mut pending = pending(call, Kind::Call, shown, reason.clone());
+        pending.definition = definition;
         match self.approvals.request(pending, client).await {
             Ok(answer) => {
                 record["approval"] = approval_record(&answer);
@@ -303,7 +315,7 @@ impl Supervisor {
             v.review_result = review;
             return v;
         }
-        if self.approvals.session_allows(req.principal, session, req.server, name) {
+        if self.approvals.session_allows(req.principal, session, req.server, name, None) {
             record["approval"] = json!({ "channel": "session", "choice": "allow_session" });
             return Verdict::allow();
         }
@@ -358,6 +370,7 @@ fn pending_server(req: &ServerRequest<'_>, kind: Kind, arguments: Value, reason:
         principal: req.principal.to_owned(),
         client: req.request.and_then(|cx| cx.client_info()).map(|i| format!("{} {}", i.name, i.version)),
         session: req.request.map(|cx| cx.connection_id().get()),
+        definition: None,
         requested_at: std::time::UNIX_EPOCH,
         expires_at: std::time::UNIX_EPOCH,
     }
@@ -379,6 +392,7 @@ fn pending(call: &Call<'_>, kind: Kind, arguments: Value, reason: Option<String>
         principal: call.principal.to_owned(),
         client: call.client(),
         session: call.session().map(portico::server::ConnectionId::get),
+        definition: None,
         requested_at: std::time::UNIX_EPOCH,
         expires_at: std::time::UNIX_EPOCH,
     }

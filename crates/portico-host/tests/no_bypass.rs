@@ -83,9 +83,32 @@ async fn templates_and_prompts_are_covered_when_policy_says_so() {
 /// saw, so the changed tool is asked about again; answering "always" again rebinds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tool_changed_after_always_allow_is_asked_about_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    a_changed_tool_is_asked_about_again(dir.path(), Choice::AllowAlways).await;
+    // One stored answer, still bound to the old definition.
+    let store = portico_host::policy::AlwaysStore::open(&dir.path().join("state")).expect("store");
+    let rules = store.list().expect("list");
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert!(rules[0].definition.as_deref().is_some_and(|d| d.starts_with("sha256:")), "{rules:?}");
+}
+
+/// The same rug pull within one session answered "allow for this session": the answer holds
+/// for the definition the person saw, and the changed tool is asked about again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_changed_after_allow_for_this_session_is_asked_about_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    a_changed_tool_is_asked_about_again(dir.path(), Choice::AllowSession).await;
+}
+
+/// A client session through the gateway calls an upstream's tool, and the person answers
+/// `choice`; the same call is then allowed without asking. The upstream changes the tool; the
+/// next call in the same session is asked about again.
+async fn a_changed_tool_is_asked_about_again(dir: &std::path::Path, choice: Choice) {
+    use portico::client::Client;
     use portico::schema::{Implementation, Tool, ToolAnnotations, object};
     use portico::server::Server;
     use portico::transport::http::server::StreamableHttp;
+    use portico_host::gateway::Gateway;
 
     let schema = || object(json!({"type": "object"}));
     let upstream = Server::builder(Implementation::new("u", "1.0.0"))
@@ -95,22 +118,26 @@ async fn a_tool_changed_after_always_allow_is_asked_about_again() {
     let addr = listener.local_addr().expect("addr");
     let endpoint = StreamableHttp::new(upstream.clone()).build();
     let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
-    let dir = tempfile::tempdir().expect("tmp");
-    let (host, supervisor) =
-        host_with(dir.path(), &format!("[servers.u]\nurl = \"http://{addr}/mcp\"\nshared = true\n"));
+    let (host, supervisor) = host_with(dir, &format!("[servers.u]\nurl = \"http://{addr}/mcp\"\nshared = true\n"));
     host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let (end, server_end) = portico::transport::memory::pair();
+    gateway.server().connect(server_end);
+    let client =
+        std::sync::Arc::new(Client::builder(Implementation::new("agent", "1")).connect(end).await.expect("connect"));
     let approvals = supervisor.approvals().clone();
 
-    // Asked once, answered "always".
-    let h = host.clone();
-    let call = tokio::spawn(async move { h.call_tool("u__t", json!({}), None).await });
+    // Asked once, answered `choice`.
+    let c = client.clone();
+    let call = tokio::spawn(async move { c.call_tool("u__t", json!({})).await });
     let pending =
         common::eventually(Duration::from_secs(5), || approvals.list().into_iter().next()).await.expect("asked");
-    approvals.answer(&pending.id, Answer::now(Choice::AllowAlways, "http", "ada")).expect("answer");
-    assert_eq!(common::text(&call.await.expect("join")), "ok");
+    approvals.answer(&pending.id, Answer::now(choice, "http", "ada")).expect("answer");
+    assert_eq!(common::text(&call.await.expect("join").expect("call")), "ok", "{choice:?}");
     // The same tool is not asked about again.
-    let r = tokio::time::timeout(Duration::from_secs(5), host.call_tool("u__t", json!({}), None)).await;
-    assert_eq!(common::text(&r.expect("allowed without asking")), "ok");
+    let r = tokio::time::timeout(Duration::from_secs(5), client.call_tool("u__t", json!({}))).await;
+    assert_eq!(common::text(&r.expect("allowed without asking").expect("call")), "ok", "{choice:?}");
 
     // The upstream changes the tool: new description, new annotations, same name.
     upstream.edit(|e| {
@@ -130,19 +157,14 @@ async fn a_tool_changed_after_always_allow_is_asked_about_again() {
     .await;
     assert!(changed.is_some(), "the gateway saw the changed tool");
     // The person sees the changed tool as it is, and is asked again.
-    let h = host.clone();
-    let call = tokio::spawn(async move { h.call_tool("u__t", json!({}), None).await });
+    let c = client.clone();
+    let call = tokio::spawn(async move { c.call_tool("u__t", json!({})).await });
     let pending = common::eventually(Duration::from_secs(5), || approvals.list().into_iter().next())
         .await
         .expect("the changed tool is asked about again");
     approvals.answer(&pending.id, Answer::now(Choice::Deny, "http", "ada")).expect("answer");
-    let r = call.await.expect("join");
-    assert_eq!(r.is_error, Some(true), "{}", common::text(&r));
-    // One stored answer, still bound to the old definition.
-    let store = portico_host::policy::AlwaysStore::open(&dir.path().join("state")).expect("store");
-    let rules = store.list().expect("list");
-    assert_eq!(rules.len(), 1, "{rules:?}");
-    assert!(rules[0].definition.as_deref().is_some_and(|d| d.starts_with("sha256:")), "{rules:?}");
+    let r = call.await.expect("join").expect("call");
+    assert_eq!(r.is_error, Some(true), "{choice:?}: {}", common::text(&r));
     host.shutdown().await;
     served.abort();
 }

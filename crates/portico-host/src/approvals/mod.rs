@@ -139,6 +139,11 @@ pub struct Pending {
     pub client: Option<String>,
     /// The downstream session.
     pub session: Option<u64>,
+    /// The digest of the tool's definition as the person is shown it
+    /// ([`definition_digest`](crate::policy::store::definition_digest)), for a tool call: an
+    /// "allow for this session" answer holds for this definition only.
+    #[serde(skip)]
+    pub definition: Option<String>,
     /// When it was asked.
     #[serde(with = "unix_ms")]
     pub requested_at: SystemTime,
@@ -197,7 +202,8 @@ pub enum AnswerError {
     NotEditable(String),
 }
 
-type SessionKey = (String, u64, String, String);
+/// Principal, session, server, exposed name and the tool's definition digest, if any.
+type SessionKey = (String, u64, String, String, Option<String>);
 
 /// A pending approval and where its answer goes.
 type Slot = (Pending, Option<oneshot::Sender<Answer>>);
@@ -269,14 +275,32 @@ impl Approvals {
         self.inner.events.subscribe()
     }
 
-    /// Whether "for this session" was answered earlier for this principal, session and tool.
-    pub fn session_allows(&self, principal: &str, session: Option<ConnectionId>, server: &str, tool: &str) -> bool {
-        self.session_allows_id(principal, session.map(ConnectionId::get), server, tool)
+    /// Whether "for this session" was answered earlier for this principal, session and tool,
+    /// and, for a tool call, the same definition of the tool (`definition`, its
+    /// [`definition_digest`](crate::policy::store::definition_digest)): a tool whose
+    /// description or schema changed since is asked about again.
+    pub fn session_allows(
+        &self,
+        principal: &str,
+        session: Option<ConnectionId>,
+        server: &str,
+        tool: &str,
+        definition: Option<&str>,
+    ) -> bool {
+        self.session_allows_id(principal, session.map(ConnectionId::get), server, tool, definition)
     }
 
-    fn session_allows_id(&self, principal: &str, session: Option<u64>, server: &str, tool: &str) -> bool {
+    fn session_allows_id(
+        &self,
+        principal: &str,
+        session: Option<u64>,
+        server: &str,
+        tool: &str,
+        definition: Option<&str>,
+    ) -> bool {
         let Some(session) = session else { return false };
-        lock(&self.inner.sessions).contains(&(principal.to_owned(), session, server.to_owned(), tool.to_owned()))
+        let key = (principal.to_owned(), session, server.to_owned(), tool.to_owned(), definition.map(str::to_owned));
+        lock(&self.inner.sessions).contains(&key)
     }
 
     /// Answers the pending approval `id`; the first answer wins.
@@ -304,6 +328,7 @@ impl Approvals {
                 session,
                 pending.server.clone(),
                 pending.exposed.clone(),
+                pending.definition.clone(),
             ));
         }
         let _ = self.inner.events.send(Event::Resolved { id: id.to_owned(), answer: answer.clone() });
@@ -317,7 +342,7 @@ impl Approvals {
     }
 
     fn end_session_id(&self, session: u64) {
-        lock(&self.inner.sessions).retain(|(_, s, _, _)| *s != session);
+        lock(&self.inner.sessions).retain(|(_, s, ..)| *s != session);
     }
 
     /// Puts `pending` to every channel and waits for the first answer: the admin API and UI
@@ -415,6 +440,7 @@ mod tests {
             principal: "local".into(),
             client: None,
             session: Some(7),
+            definition: Some("d1".into()),
             requested_at: SystemTime::UNIX_EPOCH,
             expires_at: SystemTime::UNIX_EPOCH,
         }
@@ -436,13 +462,16 @@ mod tests {
         assert!(matches!(events.recv().await, Ok(Event::Resolved { .. })));
         assert!(approvals.list().is_empty());
         // "For this session" binds to the principal and the session, and ends with it.
-        assert!(approvals.session_allows_id("local", Some(7), "fs", "fs__write"));
-        assert!(!approvals.session_allows_id("mallory", Some(7), "fs", "fs__write"), "another principal");
-        assert!(!approvals.session_allows_id("local", Some(8), "fs", "fs__write"), "another session");
-        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__read"), "another tool");
-        assert!(!approvals.session_allows_id("local", None, "fs", "fs__write"), "no session, no grant");
+        let def = Some("d1");
+        assert!(approvals.session_allows_id("local", Some(7), "fs", "fs__write", def));
+        assert!(!approvals.session_allows_id("mallory", Some(7), "fs", "fs__write", def), "another principal");
+        assert!(!approvals.session_allows_id("local", Some(8), "fs", "fs__write", def), "another session");
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__read", def), "another tool");
+        assert!(!approvals.session_allows_id("local", None, "fs", "fs__write", def), "no session, no grant");
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__write", Some("d2")), "a changed tool");
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__write", None), "no definition");
         approvals.end_session_id(7);
-        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__write"));
+        assert!(!approvals.session_allows_id("local", Some(7), "fs", "fs__write", def));
     }
 
     #[tokio::test(start_paused = true)]
