@@ -72,6 +72,7 @@ fn sigterm_drains_the_calls_in_flight_then_cancels_the_rest() {
     let (code, out, err) = run(portico().args(["log", "--json", "-n", "100", "-c", c]).stdin(Stdio::null()));
     assert_eq!(code, 0, "{err}");
     let records: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(!records.is_empty() && records.iter().all(|r| r["network.transport"] == "pipe"), "over stdio: {out}");
     let status_of = |ms: u64| -> Vec<String> {
         records
             .iter()

@@ -537,6 +537,7 @@ fn base_entry(method: &str, cx: Option<&RequestContext>, started: std::time::Sys
         e.client_version = cx.client_info().map(|i| i.version.clone());
         e.session = Some(cx.connection_id().get().to_string());
         e.protocol_version = Some(cx.protocol_version().as_str().to_owned());
+        e.transport = cx.network_transport().map(str::to_owned);
         e.request_id = serde_json::to_value(cx.request_id()).ok().map(|v| match v {
             Value::String(s) => s,
             other => other.to_string(),

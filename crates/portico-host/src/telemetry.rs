@@ -3,9 +3,11 @@
 //!
 //! Each call through the host is one span, `{mcp.method.name} {target}` (target `portico::call`
 //! at level INFO), with `mcp.method.name`, `mcp.session.id`, `mcp.protocol.version`,
-//! `jsonrpc.request.id`, `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for a tool
-//! call, `gen_ai.prompt.name` for a prompt, `mcp.resource.uri` for a read, and `error.type` when it failed (`tool_error` for a result with `isError`). A subscriber that
-//! does not want them (the default filter is `warn`) costs nothing here.
+//! `jsonrpc.request.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP),
+//! `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for a tool call,
+//! `gen_ai.prompt.name` for a prompt, `mcp.resource.uri` for a read, and `error.type` when it
+//! failed (`tool_error` for a result with `isError`). A subscriber that does not want them (the
+//! default filter is `warn`) costs nothing here.
 //!
 //! With the `otel` feature, the span continues the caller's trace (`traceparent` in `_meta`)
 //! and the upstream is sent the span's own context; without it, the caller's trace context is
@@ -34,6 +36,7 @@ pub(crate) fn span(method: Method, exposed: &str, cx: Option<&RequestContext>) -
         mcp.resource.uri = Empty,
         mcp.session.id = Empty,
         mcp.protocol.version = Empty,
+        network.transport = Empty,
         jsonrpc.request.id = Empty,
         error.type = Empty,
     );
@@ -55,6 +58,9 @@ pub(crate) fn span(method: Method, exposed: &str, cx: Option<&RequestContext>) -
     if let Some(cx) = cx {
         span.record("mcp.session.id", cx.connection_id().get());
         span.record("mcp.protocol.version", cx.protocol_version().as_str());
+        if let Some(t) = cx.network_transport() {
+            span.record("network.transport", t);
+        }
         span.record("jsonrpc.request.id", tracing::field::display(request_id(cx)));
         #[cfg(feature = "otel")]
         if let Some(trace) = cx.trace_context() {

@@ -71,3 +71,52 @@ async fn a_call_to_a_switched_off_tool_is_refused_and_recorded() {
     assert!(records[0].text.contains("switched off"), "{}", records[0].text);
     host.shutdown().await;
 }
+
+/// A record says what carried the call (OpenTelemetry's `network.transport`): `tcp` through the
+/// gateway's Streamable HTTP endpoint, nothing for a client within the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_names_the_transport_the_call_came_over() {
+    use portico::client::Client;
+    use portico::schema::Implementation;
+    use portico::transport::http::client::HttpClientTransport;
+    use portico_host::gateway::Gateway;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = "[[policy.rules]]\ndecision = \"allow\"\n";
+    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let endpoint = gateway.http().build();
+    let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
+
+    let over_http = Client::builder(Implementation::new("http", "1"))
+        .connect(HttpClientTransport::new(url))
+        .await
+        .expect("connect over HTTP");
+    over_http.call_tool("ev__add", json!({"a": 1, "b": 1})).await.expect("call over HTTP");
+    let (a, b) = portico::transport::memory::pair();
+    gateway.server().connect(b);
+    let in_process = Client::builder(Implementation::new("memory", "1")).connect(a).await.expect("connect");
+    in_process.call_tool("ev__add", json!({"a": 2, "b": 2})).await.expect("call in process");
+
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&Filter::new()).await.expect("query");
+    let transport_of = |a: i64| {
+        records
+            .iter()
+            .map(portico_host::audit::Record::json)
+            .find(|r| r["arguments"]["a"] == json!(a))
+            .map(|r| r["network.transport"].clone())
+    };
+    assert_eq!(transport_of(1), Some(json!("tcp")), "{records:?}");
+    assert_eq!(transport_of(2), Some(serde_json::Value::Null), "{records:?}");
+    host.shutdown().await;
+    served.abort();
+}

@@ -27,9 +27,10 @@ pub(crate) type InFlight = Arc<Mutex<HashMap<RequestId, Cancel>>>;
 /// The connection ends when the peer closes its side (in-flight requests still finish and
 /// their responses are written), when the transport fails, or when `Peer::close` is called.
 pub(crate) fn start<T: Transport, S: Endpoint>(transport: T, service: Arc<S>, config: RpcConfig) -> Peer {
+    let network_transport = transport.network_transport();
     let (reader, writer) = transport.split();
     let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
-    let peer = Peer::new(out_tx);
+    let peer = Peer::new(out_tx, network_transport);
     let span = tracing::debug_span!("mcp.connection", name = config.name);
     let writer_done = CancellationToken::new();
     tokio::spawn(write_loop(writer, out_rx, peer.clone(), writer_done.clone()).instrument(span.clone()));

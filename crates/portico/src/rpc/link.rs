@@ -59,7 +59,7 @@ impl Link {
     /// A session: server-initiated messages come out of the returned receiver.
     pub(crate) fn session(endpoint: Arc<dyn Endpoint>, buffer: usize) -> (Link, mpsc::Receiver<Outgoing>) {
         let (tx, rx) = mpsc::channel(buffer);
-        let peer = Peer::new(tx);
+        let peer = Peer::new(tx, Some("tcp"));
         endpoint.attach(&peer);
         (Link { endpoint, peer, in_flight: InFlight::default(), session: true }, rx)
     }
@@ -67,7 +67,7 @@ impl Link {
     /// Requests outside any session: nothing is sent outside a request's own response.
     pub(crate) fn stateless(endpoint: Arc<dyn Endpoint>) -> Link {
         let (sink, _) = mpsc::channel(1);
-        Link { endpoint, peer: Peer::new(sink), in_flight: InFlight::default(), session: false }
+        Link { endpoint, peer: Peer::new(sink, Some("tcp")), in_flight: InFlight::default(), session: false }
     }
 
     /// Runs a request. It is answered in its first poll when it can be (no task, never in the

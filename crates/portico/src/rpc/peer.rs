@@ -59,6 +59,8 @@ struct Pending {
 }
 
 pub(crate) struct PeerShared {
+    /// OpenTelemetry's `network.transport` of the connection, when known.
+    network_transport: Option<&'static str>,
     pending: Mutex<HashMap<RequestId, Pending>>,
     progress: Mutex<HashMap<ProgressToken, (ProgressSink, RequestId)>>,
     next_id: AtomicI64,
@@ -98,10 +100,11 @@ impl std::fmt::Debug for Peer {
 }
 
 impl Peer {
-    pub(crate) fn new(out: mpsc::Sender<Outgoing>) -> Self {
+    pub(crate) fn new(out: mpsc::Sender<Outgoing>, network_transport: Option<&'static str>) -> Self {
         Peer {
             out,
             shared: Arc::new(PeerShared {
+                network_transport,
                 pending: Mutex::new(HashMap::new()),
                 progress: Mutex::new(HashMap::new()),
                 next_id: AtomicI64::new(1),
@@ -130,6 +133,11 @@ impl Peer {
             () = self.shared.input_ended.cancelled() => {}
             () = self.shared.closed.cancelled() => {}
         }
+    }
+
+    /// OpenTelemetry's `network.transport` of the connection, when known.
+    pub(crate) fn network_transport(&self) -> Option<&'static str> {
+        self.shared.network_transport
     }
 
     /// This connection's id (shared by siblings).

@@ -213,7 +213,7 @@ async fn a_registered_request_leaves_the_in_flight_map_however_it_ends() {
     // Batched requests are entered in the map before they run; each must leave it, whether it
     // is answered in its first poll or after waiting (no entry left behind per request).
     let (tx, _rx) = tokio::sync::mpsc::channel(16);
-    let peer = Peer::new(tx);
+    let peer = Peer::new(tx, None);
     let in_flight = InFlight::default();
     let service = Arc::new(Script::default());
     for (n, (method, params)) in [("echo", r#"{"x":1}"#), ("sleep", r#"{"ms":5}"#)].into_iter().enumerate() {

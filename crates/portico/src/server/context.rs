@@ -191,6 +191,13 @@ impl RequestContext {
         self.inner.cancel.token()
     }
 
+    /// What carried the request, by OpenTelemetry's `network.transport`: `"pipe"` (stdio),
+    /// `"tcp"` (Streamable HTTP, legacy SSE), or `None` for a transport within the process
+    /// ([`Transport::network_transport`](crate::transport::Transport::network_transport)).
+    pub fn network_transport(&self) -> Option<&'static str> {
+        self.inner.peer.network_transport()
+    }
+
     /// True once the request is cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancel.is_cancelled()

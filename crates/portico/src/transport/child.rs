@@ -408,6 +408,10 @@ impl Transport for ChildTransport {
     fn split(self) -> (ChildReader, ChildWriter) {
         (self.reader, self.writer)
     }
+
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("pipe")
+    }
 }
 
 impl FrameReader for ChildReader {

@@ -29,6 +29,14 @@ pub trait Transport: Send + 'static {
     type Writer: FrameWriter;
     /// Splits the transport into its halves.
     fn split(self) -> (Self::Reader, Self::Writer);
+
+    /// What carries the messages, by OpenTelemetry's `network.transport`: `"pipe"` for stdio and
+    /// a child process's pipes, `"tcp"` for HTTP. `None` (the default) for one within the
+    /// process, or when unknown. Handlers see it as
+    /// [`RequestContext::network_transport`](crate::server::RequestContext::network_transport).
+    fn network_transport(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// The reading half of a transport.

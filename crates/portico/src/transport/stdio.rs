@@ -327,6 +327,10 @@ where
         let reader = LineReader::new(self.reader).with_max_message_size(self.max_message_size);
         (reader, LineWriter::new(self.writer))
     }
+
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("pipe")
+    }
 }
 
 /// The server side of the MCP stdio transport: messages in on stdin, out on stdout.

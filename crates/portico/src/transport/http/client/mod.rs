@@ -273,6 +273,10 @@ impl Transport for HttpClientTransport {
     type Reader = HttpClientReader;
     type Writer = HttpClientWriter;
 
+    fn network_transport(&self) -> Option<&'static str> {
+        Some("tcp")
+    }
+
     fn split(self) -> (HttpClientReader, HttpClientWriter) {
         let (tx, rx) = mpsc::channel(self.read_ahead);
         let ends = Arc::new(Ends::default());
