@@ -521,13 +521,17 @@ fn store_cached(path: &std::path::Path, catalog: &Catalog) {
 ///
 /// Also warns, once per new or changed tool, about descriptions that may hide instructions
 /// (`registry::description_warnings`); the descriptions are passed on as they are.
-fn warn_of_changed_tools(before: &Registry, after: &Registry) {
+fn changed_tools(before: &Registry, after: &Registry) -> Vec<crate::router::ToolChange> {
+    let mut changes = Vec::new();
     for (name, now) in &after.tools {
         let was = before.tools.get(name);
-        if was.is_none_or(|w| w.tool.description != now.tool.description) {
-            for warning in crate::registry::description_warnings(&now.tool) {
-                tracing::warn!(target: "portico::host", "tool `{name}` of server `{}`: {warning}", now.origin.server);
-            }
+        let warnings = if was.is_none_or(|w| w.tool.description != now.tool.description) {
+            crate::registry::description_warnings(&now.tool)
+        } else {
+            Vec::new()
+        };
+        for warning in &warnings {
+            tracing::warn!(target: "portico::host", "tool `{name}` of server `{}`: {warning}", now.origin.server);
         }
         let Some(was) = was else { continue };
         if was.origin == now.origin && was.tool != now.tool {
@@ -537,8 +541,18 @@ fn warn_of_changed_tools(before: &Registry, after: &Registry) {
                  since it was last listed; \"always allow\" answers given for the old one no longer apply",
                 now.origin.server
             );
+            changes.push(crate::router::ToolChange {
+                server: now.origin.server.clone(),
+                exposed: name.clone(),
+                original: now.origin.name.clone(),
+                before: crate::policy::store::definition_digest(&was.tool),
+                after: crate::policy::store::definition_digest(&now.tool),
+                description: now.tool.description.clone(),
+                warnings,
+            });
         }
     }
+    changes
 }
 
 /// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
@@ -573,7 +587,10 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
         for conflict in &registry.conflicts {
             tracing::error!(target: "portico::host", "{conflict}");
         }
-        warn_of_changed_tools(&inner.registry.borrow(), &registry);
+        let changes = changed_tools(&inner.registry.borrow(), &registry);
+        if !changes.is_empty() {
+            inner.oversight.tools_changed(&changes).await;
+        }
         let rebuilt = Arc::new(registry);
         // Watchers hear of every rebuild, changed or not: an upstream's list_changed is passed
         // on even when its lists came back the same.

@@ -438,6 +438,17 @@ impl Oversight for Supervisor {
         Box::pin(self.decide_server_request(request))
     }
 
+    fn tools_changed<'a>(&'a self, changes: &'a [crate::router::ToolChange]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(log) = &self.audit else { return };
+            for change in changes {
+                if let Err(e) = log.append(tool_change_entry(change)).await {
+                    tracing::error!(target: "portico::audit", "a record could not be written: {e}");
+                }
+            }
+        })
+    }
+
     fn review_server_answer<'a>(
         &'a self,
         request: &'a ServerRequest<'a>,
@@ -523,6 +534,22 @@ fn entry(call: &Call<'_>, verdict: &Verdict, outcome: &Outcome<'_>) -> Entry {
     }
     decided(&mut e, verdict);
     ended(&mut e, outcome);
+    e
+}
+
+/// The record of a tool that changed at its upstream: method `notifications/tools/list_changed`
+/// (what told the gateway), the tool, its definition digests before and after as the arguments,
+/// and its new description with any warnings as the result. Made by the gateway itself.
+fn tool_change_entry(change: &crate::router::ToolChange) -> Entry {
+    let now = std::time::SystemTime::now();
+    let mut e = Entry::new(portico::schema::methods::NOTIFICATION_TOOLS_LIST_CHANGED);
+    e.start = Some(now);
+    e.end = Some(now);
+    e.server = Some(change.server.clone());
+    e.exposed = Some(change.exposed.clone());
+    e.original = Some(change.original.clone());
+    e.arguments = Some(json!({ "definition_before": change.before, "definition_after": change.after }));
+    e.result = Some(json!({ "description": change.description, "warnings": change.warnings }));
     e
 }
 

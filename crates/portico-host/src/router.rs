@@ -188,6 +188,27 @@ pub enum Review {
     Withhold(String),
 }
 
+/// A tool whose definition (description, schemas or annotations) changed at its upstream
+/// since the registry last listed it, under the same name: what a "rug pull" looks like.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolChange {
+    /// The upstream server.
+    pub server: String,
+    /// The tool's exposed name.
+    pub exposed: String,
+    /// Its name at the upstream.
+    pub original: String,
+    /// The [`definition_digest`](crate::policy::store::definition_digest) it had.
+    pub before: String,
+    /// The one it has now.
+    pub after: String,
+    /// Its description now.
+    pub description: Option<String>,
+    /// What looks suspicious in it (hidden characters, its length), if anything.
+    pub warnings: Vec<String>,
+}
+
 /// The hooks every call passes: before it reaches the upstream, after the upstream answered
 /// (a review, when the verdict asks for one), and when it ends.
 pub trait Oversight: Send + Sync + 'static {
@@ -236,6 +257,13 @@ pub trait Oversight: Send + Sync + 'static {
         outcome: &'a Outcome<'a>,
     ) -> BoxFuture<'a, ()> {
         let _ = (request, verdict, outcome);
+        Box::pin(async {})
+    }
+
+    /// Sees tools that changed their definition at their upstream (the activity log records
+    /// each). Called when the registry is rebuilt, before clients hear of the change.
+    fn tools_changed<'a>(&'a self, changes: &'a [ToolChange]) -> BoxFuture<'a, ()> {
+        let _ = changes;
         Box::pin(async {})
     }
 
