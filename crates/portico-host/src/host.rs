@@ -122,7 +122,7 @@ impl Host {
             metrics: crate::metrics::Metrics::default(),
             stop: tokio_util::sync::CancellationToken::new(),
             activity: crate::activity::Activity::new(),
-            switches: crate::switches::Switches::default(),
+            switches: crate::switches::Switches::stored_in(&config.gateway.state_dir),
             clients: crate::clients::Clients::default(),
             watching: std::sync::Mutex::new(std::collections::HashMap::new()),
             resource_updates: tokio::sync::broadcast::channel(256).0,

@@ -3,10 +3,19 @@
 //! A tool switched off for everyone is left out of `tools/list` (clients get `list_changed`)
 //! and its calls are refused with a tool error that says so. Switched off for one downstream
 //! session ([`ConnectionId`](portico::server::ConnectionId)), the same holds for that session
-//! only. Switches live in memory: a restart of the host switches every tool on again.
+//! only. The switches for everyone are kept in `state_dir/tools-off.json`
+//! ([`SWITCHES_FILE`]), so a tool a person switched off stays off after a restart; a session's
+//! switches end with the session.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The file in the state directory that keeps the tools switched off for everyone: a JSON
+/// array of exposed names.
+pub const SWITCHES_FILE: &str = "tools-off.json";
 
 #[derive(Debug, Default)]
 struct Off {
@@ -18,9 +27,55 @@ struct Off {
 #[derive(Debug, Default)]
 pub struct Switches {
     off: Mutex<Off>,
+    /// Where the switches for everyone are kept; none: in memory only.
+    file: Option<PathBuf>,
 }
 
 impl Switches {
+    /// Switches kept in `state_dir` ([`SWITCHES_FILE`]), starting with the ones stored there. A
+    /// file that cannot be read is reported (the tools it named are on until someone switches
+    /// them off again, which writes the file anew); a missing one means none is off.
+    pub fn stored_in(state_dir: &Path) -> Switches {
+        let file = state_dir.join(SWITCHES_FILE);
+        let everyone = match std::fs::read(&file) {
+            Ok(bytes) => match serde_json::from_slice::<BTreeSet<String>>(&bytes) {
+                Ok(names) => names,
+                Err(e) => {
+                    tracing::error!(target: "portico::host", file = %file.display(), "the tools switched off cannot be read: {e}");
+                    BTreeSet::new()
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeSet::new(),
+            Err(e) => {
+                tracing::error!(target: "portico::host", file = %file.display(), "the tools switched off cannot be read: {e}");
+                BTreeSet::new()
+            }
+        };
+        Switches { off: Mutex::new(Off { everyone, sessions: BTreeMap::new() }), file: Some(file) }
+    }
+
+    /// Writes the switches for everyone to the file, whole, through a file beside it.
+    fn store(&self, everyone: &BTreeSet<String>) {
+        let Some(file) = &self.file else { return };
+        let write = || -> std::io::Result<()> {
+            if let Some(dir) = file.parent() {
+                std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            }
+            let tmp = file.with_extension("json.tmp");
+            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+            f.write_all(&serde_json::to_vec(everyone).map_err(std::io::Error::other)?)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, file)
+        };
+        if let Err(e) = write() {
+            tracing::error!(
+                target: "portico::host",
+                file = %file.display(),
+                "the tools switched off are in effect but could not be saved; they end with this process: {e}"
+            );
+        }
+    }
+
     fn off_set(&self) -> MutexGuard<'_, Off> {
         self.off.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -40,7 +95,11 @@ impl Switches {
     /// Switches `name` on or off for everyone; whether that changed anything.
     pub fn set(&self, name: &str, on: bool) -> bool {
         let mut off = self.off_set();
-        if on { off.everyone.remove(name) } else { off.everyone.insert(name.to_owned()) }
+        let changed = if on { off.everyone.remove(name) } else { off.everyone.insert(name.to_owned()) };
+        if changed {
+            self.store(&off.everyone);
+        }
+        changed
     }
 
     /// Switches `name` on or off for the session `session` only; whether that changed anything.

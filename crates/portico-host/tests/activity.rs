@@ -135,3 +135,38 @@ async fn a_tool_switched_off_for_one_session_leaves_only_its_list() {
     }
     host.shutdown().await;
 }
+
+/// A tool switched off for everyone stays off when the host starts again on the same state
+/// directory (the switch is kept in `tools-off.json`); switched on, it stays on. A file that
+/// cannot be read is reported, no tool is off, and the next switch writes it anew.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_switched_off_stays_off_after_a_restart() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("state").join(portico_host::switches::SWITCHES_FILE);
+    let host = host(dir.path()).await;
+    host.set_tool_enabled("ev__add", false);
+    host.shutdown().await;
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), r#"["ev__add"]"#);
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777, 0o600);
+
+    let host = self::host(dir.path()).await;
+    let entry = host.registry().tools.get("ev__add").cloned().expect("ev__add");
+    assert!(host.hides(&entry), "still off after the restart");
+    let refused = host.call_tool_by("ev__add", json!({"a": 1, "b": 2}), "ui:test").await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("switched off"), "{}", text(&refused));
+    host.set_tool_enabled("ev__add", true);
+    host.shutdown().await;
+
+    let host = self::host(dir.path()).await;
+    assert!(host.switches().off().is_empty(), "switched on, it stays on");
+    host.shutdown().await;
+
+    std::fs::write(&file, "not json").expect("write");
+    let host = self::host(dir.path()).await;
+    assert!(host.switches().off().is_empty(), "an unreadable file switches nothing off");
+    host.set_tool_enabled("ev__echo", false);
+    assert_eq!(std::fs::read_to_string(&file).expect("rewritten"), r#"["ev__echo"]"#);
+    host.shutdown().await;
+}
