@@ -221,6 +221,9 @@ async fn ask(api: &Api, p: &Pending, input: &mut Lines) -> Result<bool, Failure>
     if let Some(reason) = &p.reason {
         let _ = writeln!(out, "Why you are asked: {reason}");
     }
+    for warning in &p.warnings {
+        let _ = writeln!(out, "Careful, about this tool: {warning}");
+    }
     loop {
         let _ = write!(out, "[o]nce  [s]ession  [a]lways  [d]eny  s[k]ip  [q]uit? ");
         let _ = out.flush();

@@ -21,12 +21,13 @@ pub(crate) fn attach(approvals: &Approvals, paused: Arc<AtomicBool>) -> Option<t
             let Event::Requested(p) = event else { continue };
             paused.store(true, Ordering::SeqCst);
             let question = format!(
-                "\r\x1b[2K{} wants to run `{}` (server `{}`) with\n{}\n{}[o]nce  [s]ession  [a]lways  [d]eny? ",
+                "\r\x1b[2K{} wants to run `{}` (server `{}`) with\n{}\n{}{}[o]nce  [s]ession  [a]lways  [d]eny? ",
                 p.principal,
                 p.exposed,
                 p.server,
                 serde_json::to_string_pretty(&p.arguments).unwrap_or_default(),
                 p.reason.as_deref().map(|r| format!("Why you are asked: {r}\n")).unwrap_or_default(),
+                p.warnings.iter().map(|w| format!("Careful, about this tool: {w}\n")).collect::<String>(),
             );
             let choice = tokio::task::spawn_blocking(move || {
                 let mut err = std::io::stderr();

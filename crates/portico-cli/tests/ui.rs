@@ -181,6 +181,12 @@ decision = "allow"
 review_result = true
 
 [[policy.rules]]
+name = "whispers-are-asked"
+tool = "hostile__trap"
+args = [{{ pointer = "/tags/0", equals = "whisper" }}]
+decision = "ask"
+
+[[policy.rules]]
 name = "the-trap-may-run"
 server = "hostile"
 decision = "allow"

@@ -226,6 +226,9 @@ impl Supervisor {
         }
         let mut pending = pending(call, Kind::Call, shown, reason.clone());
         pending.definition = definition;
+        if req_method(call) == PolicyMethod::CallTool {
+            pending.warnings = call.tool.map(crate::registry::description_warnings).unwrap_or_default();
+        }
         match self.approvals.request(pending, client).await {
             Ok(answer) => {
                 record["approval"] = approval_record(&answer);
@@ -367,6 +370,7 @@ fn pending_server(req: &ServerRequest<'_>, kind: Kind, arguments: Value, reason:
         original: name,
         arguments,
         reason,
+        warnings: Vec::new(),
         principal: req.principal.to_owned(),
         client: req.request.and_then(|cx| cx.client_info()).map(|i| format!("{} {}", i.name, i.version)),
         session: req.request.map(|cx| cx.connection_id().get()),
@@ -389,6 +393,7 @@ fn pending(call: &Call<'_>, kind: Kind, arguments: Value, reason: Option<String>
         original: call.origin.name.clone(),
         arguments,
         reason,
+        warnings: Vec::new(),
         principal: call.principal.to_owned(),
         client: call.client(),
         session: call.session().map(portico::server::ConnectionId::get),

@@ -150,6 +150,7 @@ export function mount(main, ctx) {
         h('dt', {}, 'Asked'), h('dd', {}, when(p.requested_at)),
         h('dt', {}, p.kind === 'result' ? 'Withheld in' : 'Denied in'), h('dd', { class: 'countdown', 'data-expires': String(p.expires_at), role: 'timer' }, '')),
       p.reason ? h('p', {}, h('strong', {}, 'Why: '), p.reason) : null,
+      (p.warnings || []).map((w) => h('p', { class: 'warning', role: 'note' }, h('strong', {}, 'Careful, about this tool: '), w)),
       body,
       actions);
     actions.append(...(sampling ? samplingActions(p, article) : buttons(p, p.kind === 'call' ? CHOICES : REVIEW)));

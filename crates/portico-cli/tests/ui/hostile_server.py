@@ -13,7 +13,8 @@ PAYLOAD = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 TOOL = {
     "name": "trap",
     "title": "Trap <img src=x onerror=\"window.__pwned = 3\">",
-    "description": "Looks harmless. " + PAYLOAD,
+    # A zero-width space too: an approval for this tool warns about it.
+    "description": "Looks harmless.\u200b " + PAYLOAD,
     "inputSchema": {
         "type": "object",
         "properties": {

@@ -271,6 +271,16 @@ async function main() {
       check(r.result.isError && /denied/.test(r.result.content[0].text), JSON.stringify(r));
     });
 
+    await step('an approval warns about a tool whose description hides characters', async () => {
+      await rust({ do: 'call', id: 'w1', tool: 'hostile__trap', args: { tags: ['whisper'] } });
+      const card = page.locator('article.approval', { hasText: 'hostile__trap' });
+      await card.locator('.warning', { hasText: 'its description has 1 invisible character(s)' }).waitFor();
+      await card.getByRole('button', { name: 'Deny' }).click();
+      const r = await rust({ do: 'await', id: 'w1' });
+      check(r.result.isError && /denied/.test(r.result.content[0].text), JSON.stringify(r));
+      check(await page.evaluate(() => window.__pwned) === undefined, 'window.__pwned stays unset');
+    });
+
     await step('a result held for review: pass it on, then withhold one', async () => {
       await rust({ do: 'call', id: 'r1', tool: 'ev__countdown', args: { steps: 2 } });
       let card = page.locator('article.approval', { hasText: 'ev__countdown' });

@@ -46,6 +46,9 @@ pub async fn ask_client(cx: &RequestContext, pending: &Pending) -> Option<Choice
     if let Some(reason) = &pending.reason {
         message.push_str(&format!("\n\nWhy you are asked: {reason}"));
     }
+    for warning in &pending.warnings {
+        message.push_str(&format!("\n\nCareful, about this tool: {warning}"));
+    }
     let options = vec![
         TitledEnumOption::new(Choice::AllowOnce.as_str(), "Allow once"),
         TitledEnumOption::new(Choice::AllowSession.as_str(), "Allow for this session"),

@@ -133,6 +133,10 @@ pub struct Pending {
     pub arguments: Value,
     /// Why policy asks (the rule's reason).
     pub reason: Option<String>,
+    /// What looks suspicious in the tool's description (hidden characters, its length), for a
+    /// tool call: every channel shows it beside the question.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// Who is calling.
     pub principal: String,
     /// The downstream client's name and version.
@@ -437,6 +441,7 @@ mod tests {
             original: "write".into(),
             arguments: serde_json::json!({"path": "/tmp/x"}),
             reason: Some("writes files".into()),
+            warnings: Vec::new(),
             principal: "local".into(),
             client: None,
             session: Some(7),
