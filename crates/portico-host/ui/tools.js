@@ -92,6 +92,7 @@ function showTool(detail, t, reload) {
     h('h2', {}, tool.title || t.name),
     h('p', { class: 'note' }, h('code', {}, t.name), ` from server ${t.server} (its own name: ${t.original})`),
     h('p', { class: 'description' }, tool.description || '(no description)'),
+    (t.warnings || []).map((w) => h('p', { class: 'warning', role: 'note' }, h('strong', {}, 'Careful: '), w)),
     h('div', { class: 'field check' }, onoff, h('label', { for: 'tool-enabled' }, 'Offered to clients'), onoffNote),
     t.hidden && t.enabled ? h('p', { class: 'note' }, 'Policy hides this tool from clients.') : null,
     perSession(t, reload),

@@ -204,6 +204,8 @@ async function main() {
       await desc.waitFor();
       const text = await desc.textContent();
       check(text.includes('<script>window.__pwned = 1</script>') && text.includes('<img src=x onerror='), `as text: ${text}`);
+      // Its zero-width space is pointed out.
+      await page.locator('.tool-detail .warning', { hasText: 'its description has 1 invisible character(s)' }).waitFor();
       check(await page.locator('.tool-detail img').count() === 0, 'no <img> element was made');
       check(await page.locator('.tool-detail script').count() === 0, 'no <script> element was made');
       // The form from its schema: an enum, an array, a nested object.

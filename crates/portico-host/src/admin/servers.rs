@@ -83,6 +83,7 @@ pub(super) async fn tools(State(admin): State<Admin>) -> Response {
                 "enabled": enabled,
                 "off_for_sessions": switches.sessions_off(&e.tool.name),
                 "hidden": admin.host.hides(e),
+                "warnings": crate::registry::description_warnings(&e.tool),
                 "tool": &*e.tool,
             })
         })
