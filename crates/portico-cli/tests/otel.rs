@@ -53,6 +53,12 @@ fn calls_are_exported_as_spans_that_continue_the_callers_trace() {
             .tool(Tool::new("seen", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
                 cx.trace_context().and_then(|t| t.traceparent.clone()).unwrap_or_default()
             })
+            .resource(
+                portico::schema::Resource::new("memo://refused", "refused"),
+                |_: portico::server::ResourceRequest, _: RequestContext| async move {
+                    Err::<portico::schema::ResourceContents, _>(portico::server::HandlerError::internal("no"))
+                },
+            )
             .build();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
@@ -81,6 +87,9 @@ fn calls_are_exported_as_spans_that_continue_the_callers_trace() {
         // The upstream continues the same trace, under the gateway's span.
         assert!(sent.starts_with(&format!("00-{trace_id}-")), "{sent}");
         assert_ne!(sent, parent, "the upstream's parent is the gateway's span");
+        // An upstream that answers with a JSON-RPC error.
+        let refused = client.read_resource("memo://refused").await;
+        assert!(refused.is_err(), "{refused:?}");
         client.close().await;
         let status = tokio::time::timeout(Duration::from_secs(20), child.shutdown()).await.expect("exits");
         assert!(status.expect("status").success());
@@ -103,5 +112,11 @@ fn calls_are_exported_as_spans_that_continue_the_callers_trace() {
         assert_eq!(attr(span, "gen_ai.operation.name").as_deref(), Some("execute_tool"));
         assert!(attr(span, "mcp.session.id").is_some() && attr(span, "jsonrpc.request.id").is_some(), "{span}");
         assert_eq!(attr(span, "error.type"), None, "a success has no error.type");
+        assert_eq!(attr(span, "network.transport").as_deref(), Some("pipe"), "the client came over stdio: {span}");
+        assert_eq!(attr(span, "rpc.response.status_code"), None, "{span}");
+        let span =
+            spans.iter().find(|s| s["name"] == "resources/read memo://refused").unwrap_or_else(|| panic!("{spans:?}"));
+        assert_eq!(attr(span, "rpc.response.status_code").as_deref(), Some("-32603"), "{span}");
+        assert_eq!(attr(span, "error.type").as_deref(), Some("upstream_error"), "{span}");
     });
 }

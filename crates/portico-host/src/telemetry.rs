@@ -6,7 +6,8 @@
 //! `jsonrpc.request.id`, `network.transport` (`pipe` for stdio, `tcp` for HTTP),
 //! `gen_ai.tool.name` and `gen_ai.operation.name = execute_tool` for a tool call,
 //! `gen_ai.prompt.name` for a prompt, `mcp.resource.uri` for a read, and `error.type` when it
-//! failed (`tool_error` for a result with `isError`). A subscriber that does not want them (the
+//! failed (`tool_error` for a result with `isError`), with `rpc.response.status_code` when the
+//! upstream answered with a JSON-RPC error. A subscriber that does not want them (the
 //! default filter is `warn`) costs nothing here.
 //!
 //! With the `otel` feature, the span continues the caller's trace (`traceparent` in `_meta`)
@@ -38,6 +39,7 @@ pub(crate) fn span(method: Method, exposed: &str, cx: Option<&RequestContext>) -
         mcp.protocol.version = Empty,
         network.transport = Empty,
         jsonrpc.request.id = Empty,
+        rpc.response.status_code = Empty,
         error.type = Empty,
     );
     if span.is_disabled() {
@@ -76,6 +78,11 @@ fn request_id(cx: &RequestContext) -> String {
         Ok(other) => other.to_string(),
         Err(_) => String::new(),
     }
+}
+
+/// Records the JSON-RPC error code the upstream answered with on the current call's span.
+pub(crate) fn refused_with(code: i32) {
+    tracing::Span::current().record("rpc.response.status_code", tracing::field::display(code));
 }
 
 /// Records how the call ended on its span.

@@ -265,7 +265,10 @@ impl Host {
         let error = match result {
             Ok(_) => None,
             Err(UpstreamError::Timeout { .. }) => Some("timeout"),
-            Err(UpstreamError::Refused { .. }) => Some("jsonrpc_error"),
+            Err(UpstreamError::Refused { code, .. }) => {
+                crate::telemetry::refused_with(*code);
+                Some("jsonrpc_error")
+            }
             Err(_) => Some("upstream_error"),
         };
         self.inner.metrics.upstream(call.method, &call.origin.server, sent.elapsed(), error);
