@@ -589,7 +589,10 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
         }
         let changes = changed_tools(&inner.registry.borrow(), &registry);
         if !changes.is_empty() {
-            inner.oversight.tools_changed(&changes).await;
+            // Recorded beside the rebuild, not before it: a slow activity log must not hold
+            // back the clients' `list_changed`.
+            let oversight = inner.oversight.clone();
+            tokio::spawn(async move { oversight.tools_changed(&changes).await });
         }
         let rebuilt = Arc::new(registry);
         // Watchers hear of every rebuild, changed or not: an upstream's list_changed is passed

@@ -261,7 +261,8 @@ pub trait Oversight: Send + Sync + 'static {
     }
 
     /// Sees tools that changed their definition at their upstream (the activity log records
-    /// each). Called when the registry is rebuilt, before clients hear of the change.
+    /// each). Called in a task of its own when the registry is rebuilt, so that clients hear
+    /// of the change without waiting for it.
     fn tools_changed<'a>(&'a self, changes: &'a [ToolChange]) -> BoxFuture<'a, ()> {
         let _ = changes;
         Box::pin(async {})

@@ -164,10 +164,17 @@ async fn a_changed_tool_is_asked_about_again(dir: &std::path::Path, choice: Choi
     // The change is in the activity log: which tool, its definitions before and after, and
     // what looks wrong in the new description.
     let log = supervisor.audit().expect("log");
-    log.flush().await.expect("flush");
-    let records = log.query(&Filter::new()).await.expect("query");
-    let changes: Vec<_> = records.iter().filter(|r| r.method == "notifications/tools/list_changed").collect();
-    assert_eq!(changes.len(), 1, "{records:?}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let changes = loop {
+        log.flush().await.expect("flush");
+        let records = log.query(&Filter::new()).await.expect("query");
+        let changes: Vec<_> = records.into_iter().filter(|r| r.method == "notifications/tools/list_changed").collect();
+        if !changes.is_empty() || tokio::time::Instant::now() > deadline {
+            break changes;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(changes.len(), 1, "{changes:?}");
     let r = changes[0].json();
     assert_eq!((r["server"].as_str(), r["original_name"].as_str()), (Some("u"), Some("t")), "{r}");
     let (before, after) = (&r["arguments"]["definition_before"], &r["arguments"]["definition_after"]);
