@@ -31,6 +31,13 @@ pub fn check(data: &[u8]) {
         return;
     }
     let vars: Vec<(String, String)> = m.clone().into_vec();
+    // Known limitation, not checked: reserved (`{+…}`) and fragment (`{#…}`) expansion pass a
+    // value's `%XX` triplets through as they are, so a value holding text such as `%81` expands
+    // to a URI whose decoded value is not UTF-8, which the matcher refuses
+    // (fuzz/known/uri_template/reserved-triplet-not-utf8).
+    if (template.contains("{+") || template.contains("{#")) && vars.iter().any(|(_, v)| has_triplet(v)) {
+        return;
+    }
     let expanded = t.expand_from(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     // Matching is not unique (`{a}{b}` splits "xy" more than one way), so the values may
     // differ; the expansion must still match.
@@ -56,4 +63,9 @@ fn uses_a_variable_twice(template: &str) -> bool {
 /// Whether an expression has a prefix modifier (`{a:3}`).
 fn has_prefix(template: &str) -> bool {
     template.split('{').skip(1).filter_map(|e| e.split_once('}').map(|(e, _)| e)).any(|e| e.contains(':'))
+}
+
+/// Whether `value` holds a `%` followed by two hex digits.
+fn has_triplet(value: &str) -> bool {
+    value.as_bytes().windows(3).any(|w| w[0] == b'%' && w[1].is_ascii_hexdigit() && w[2].is_ascii_hexdigit())
 }
