@@ -195,10 +195,9 @@ impl Supervisor {
     async fn ask(&self, call: &Call<'_>, rules: &Rules, reason: &Option<String>, record: &mut Value) -> Verdict {
         let session = call.session();
         // Bound to the tool as the person saw it, like "always": a changed tool asks again.
-        let definition = call
-            .tool
-            .filter(|_| req_method(call) == PolicyMethod::CallTool)
-            .map(crate::policy::store::definition_digest);
+        // A tool call's answers are bound to the tool as the person sees it now.
+        let tool = call.tool.filter(|_| req_method(call) == PolicyMethod::CallTool);
+        let definition = tool.map(crate::policy::store::definition_digest);
         if self.approvals.session_allows(
             call.principal,
             session,
@@ -225,10 +224,8 @@ impl Supervisor {
             redactor.redact_arguments(&mut shown);
         }
         let mut pending = pending(call, Kind::Call, shown, reason.clone());
-        pending.definition = definition;
-        if req_method(call) == PolicyMethod::CallTool {
-            pending.warnings = call.tool.map(crate::registry::description_warnings).unwrap_or_default();
-        }
+        pending.definition.clone_from(&definition);
+        pending.warnings = tool.map(crate::registry::description_warnings).unwrap_or_default();
         match self.approvals.request(pending, client).await {
             Ok(answer) => {
                 record["approval"] = approval_record(&answer);
@@ -240,9 +237,7 @@ impl Supervisor {
                                 .method(req_method(call))
                                 .principal(call.principal.to_owned());
                             // Bound to the tool as the person saw it: a changed tool asks again.
-                            if let Some(tool) = call.tool.filter(|_| req_method(call) == PolicyMethod::CallTool) {
-                                rule = rule.definition(tool);
-                            }
+                            rule.definition = definition;
                             if let Err(e) = store.add(rule) {
                                 tracing::warn!(target: "portico::policy", "cannot store the \"always\" answer: {e}");
                             }
