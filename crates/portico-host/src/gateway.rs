@@ -28,6 +28,11 @@ pub struct Gateway {
     shown: watch::Sender<Arc<Registry>>,
 }
 
+/// How long a call whose upstream asked for input (elicitation, sampling, roots) waits for a
+/// 2026-07-28 client's retry with the answer: a person may be answering, as long as the SDK
+/// gives a handshake-era client.
+pub const KEPT_FOR_INPUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 impl Gateway {
     /// A server offering `host`'s registry, following its changes until the host shuts down.
     /// Listings and calls that arrive before the upstreams have started (at most 30 s) wait
@@ -59,6 +64,9 @@ impl Gateway {
                 let host = host.clone();
                 move |uri, on| host.watch_resource(uri, on)
             })
+            // A 2026-07-28 client answers input with a retry; the relayed upstream call waits
+            // for it rather than being made again.
+            .keep_handlers_across_input(KEPT_FOR_INPUT)
             .layer(StartupGate { ready, within: startup })
             .layer(crate::clients::SessionLayer { host: host.clone() })
             .build();

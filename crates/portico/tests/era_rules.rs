@@ -11,58 +11,9 @@ use portico::schema::{
     RequestedSchema, StringSchema, Tool, object,
 };
 use portico::server::{RequestContext, Server};
-use portico::transport::memory::{self, MemoryReader, MemoryWriter};
+use portico::transport::memory;
 use portico::transport::{FrameReader, FrameWriter, Transport};
 use serde_json::{Value, json};
-
-struct Raw {
-    r: MemoryReader,
-    w: MemoryWriter,
-    next: i64,
-}
-
-impl Raw {
-    fn new() -> Raw {
-        Raw::with(fixture_server(Arc::new(Probes::default())))
-    }
-
-    fn with(server: Server) -> Raw {
-        let (a, b) = memory::pair();
-        server.connect(b);
-        let (r, w) = a.split();
-        Raw { r, w, next: 1 }
-    }
-
-    async fn send(&mut self, msg: Value) {
-        self.w.write_frame(msg.to_string().as_bytes()).await.expect("write");
-    }
-
-    /// Sends a request and returns its response, skipping notifications.
-    async fn call(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next;
-        self.next += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-        loop {
-            let frame = self.r.read_frame().await.expect("read").expect("open");
-            let v: Value = serde_json::from_slice(&frame).expect("json");
-            if v.get("id") == Some(&json!(id)) {
-                return v;
-            }
-        }
-    }
-}
-
-fn meta(caps: Value) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": caps,
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
-    })
-}
-
-fn code(v: &Value) -> i64 {
-    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {v}"))
-}
 
 #[tokio::test]
 async fn stateless_requests_need_meta_a_known_version_and_capabilities() {

@@ -137,6 +137,7 @@ fn is_auto_key(key: &str) -> bool {
 }
 
 /// Which client input a request needs, for capability checks and routing.
+#[derive(Clone)]
 enum Ask {
     Elicit(ElicitRequestParams),
     Sample(CreateMessageRequestParams),
@@ -403,7 +404,7 @@ impl RequestContext {
     /// client's retry, or kept from an earlier round), so asking under it returns at once. A
     /// gateway uses it to know that a request it relays was decided on in an earlier round.
     pub fn has_input(&self, key: &str) -> bool {
-        self.inner.input.as_ref().is_some_and(|s| s.responses.contains_key(key))
+        self.inner.input.as_ref().is_some_and(|s| s.has(key))
     }
 
     /// Asks the client for several inputs at once, under the keys given, and returns the
@@ -448,7 +449,7 @@ impl RequestContext {
             }
             return Ok(out);
         };
-        let mut waiting = false;
+        let mut asks = Vec::with_capacity(requests.len());
         for (key, request) in requests {
             let ask = match request {
                 InputRequest::Elicitation(r) => Ask::Elicit(r.params),
@@ -457,34 +458,50 @@ impl RequestContext {
                 _ => return Err(Error::local("an input request of a kind this version does not know")),
             };
             let (supported, required) = self.requirement(&ask)?;
-            if let Some(answer) = state.responses.get(&key) {
-                let decoded = match &ask {
+            asks.push((key, ask, supported, required));
+        }
+        loop {
+            // Made before asking, so an answer that comes while this waits is not missed.
+            let answered = state.answered.notified();
+            let mut waiting = false;
+            for (key, ask, supported, required) in &asks {
+                if out.contains_key(key) {
+                    continue;
+                }
+                let decoded = state.answer(key, |answer| match ask {
                     Ask::Elicit(_) => serde_json::from_str(answer.get()).map(InputResponse::Elicitation),
                     Ask::Sample(_) => serde_json::from_str(answer.get()).map(InputResponse::Sampling),
                     Ask::Roots => serde_json::from_str(answer.get()).map(InputResponse::ListRoots),
-                };
-                if let Ok(response) = decoded {
-                    crate::sync::lock(&state.used).insert(key.clone());
-                    out.insert(key, response);
-                    continue;
+                });
+                match decoded {
+                    Some(Ok(response)) => {
+                        crate::sync::lock(&state.used).insert(key.clone());
+                        out.insert(key.clone(), response);
+                        continue;
+                    }
+                    Some(Err(_)) => {
+                        *crate::sync::lock(&state.invalid) = Some(key.clone());
+                        state.signal.notify_one();
+                        return wait_closed(state).await;
+                    }
+                    None if *supported => {
+                        crate::sync::lock(&state.needed).insert(key.clone(), ask.clone().into_request().0);
+                    }
+                    None => *crate::sync::lock(&state.missing_capability) = Some(required.clone()),
                 }
-                *crate::sync::lock(&state.invalid) = Some(key);
-                state.signal.notify_one();
-                return std::future::pending().await;
+                waiting = true;
             }
-            if supported {
-                crate::sync::lock(&state.needed).insert(key, ask.into_request().0);
-            } else {
-                *crate::sync::lock(&state.missing_capability) = Some(required);
+            if !waiting {
+                return Ok(out);
             }
-            waiting = true;
-        }
-        if waiting {
-            // The era layer ends the handler here and answers with an input-required result.
+            // The era layer ends the round here and answers with an input-required result; the
+            // handler resumes if it is kept and the retry brings answers.
             state.signal.notify_one();
-            return std::future::pending().await;
+            answered.await;
+            if state.closed.load(Ordering::SeqCst) {
+                return Err(ended_unanswered());
+            }
         }
-        Ok(out)
     }
 
     /// Whether the client can take `ask` (and what it would have to declare), or an error
@@ -534,37 +551,46 @@ impl RequestContext {
                 ));
             };
             let key = key.unwrap_or_else(|| format!("{AUTO_KEY_PREFIX}{}", state.next.fetch_add(1, Ordering::SeqCst)));
-            if let Some(answer) = state.responses.get(&key) {
-                if let Ok(t) = serde_json::from_str::<T>(answer.get()) {
-                    crate::sync::lock(&state.used).insert(key);
-                    return Ok(t);
+            loop {
+                // Made before asking, so an answer that comes while this waits is not missed.
+                let answered = state.answered.notified();
+                match state.answer(&key, |answer| serde_json::from_str::<T>(answer.get())) {
+                    Some(Ok(t)) => {
+                        crate::sync::lock(&state.used).insert(key);
+                        return Ok(t);
+                    }
+                    Some(Err(_)) if !state.in_task() => {
+                        // Not an answer to this request: the era layer refuses the request.
+                        *crate::sync::lock(&state.invalid) = Some(key);
+                        state.signal.notify_one();
+                        return wait_closed(state).await;
+                    }
+                    _ => {}
                 }
-                if !state.in_task() {
-                    // Not an answer to this request: the era layer refuses the request.
-                    *crate::sync::lock(&state.invalid) = Some(key);
-                    state.signal.notify_one();
-                    return std::future::pending().await;
+                if let Some(task) = state.task.get() {
+                    if !supported {
+                        return Err(Error::new(
+                            ErrorKind::PeerIncompatible,
+                            "the client did not declare the capability this request needs",
+                        ));
+                    }
+                    let (request, kind) = ask.into_request();
+                    let answer = task.ask(key, request, kind).await?;
+                    return serde_json::from_str(answer.get()).map_err(bad_answer);
                 }
-            }
-            if let Some(task) = state.task.get() {
                 if !supported {
-                    return Err(Error::new(
-                        ErrorKind::PeerIncompatible,
-                        "the client did not declare the capability this request needs",
-                    ));
+                    *crate::sync::lock(&state.missing_capability) = Some(required.clone());
+                } else {
+                    crate::sync::lock(&state.needed).insert(key.clone(), ask.clone().into_request().0);
                 }
-                let (request, kind) = ask.into_request();
-                let answer = task.ask(key, request, kind).await?;
-                return serde_json::from_str(answer.get()).map_err(bad_answer);
+                // The era layer ends the round here and answers with an input-required result;
+                // the handler resumes if it is kept and the retry brings answers.
+                state.signal.notify_one();
+                answered.await;
+                if state.closed.load(Ordering::SeqCst) {
+                    return Err(ended_unanswered());
+                }
             }
-            if !supported {
-                *crate::sync::lock(&state.missing_capability) = Some(required);
-            } else {
-                crate::sync::lock(&state.needed).insert(key, ask.into_request().0);
-            }
-            // The era layer ends the handler here and answers with an input-required result.
-            state.signal.notify_one();
-            return std::future::pending().await;
         }
         if !supported {
             return Err(Error::new(
@@ -584,6 +610,24 @@ impl RequestContext {
             Ask::Roots => peer.request::<Value, Value>(methods::ROOTS_LIST, None, options).await?,
         };
         serde_json::from_value(v).map_err(bad_answer)
+    }
+}
+
+/// What an input request waiting in another task gets when the request it belongs to ended
+/// without the client's answer (refused, or not kept for a retry).
+fn ended_unanswered() -> Error {
+    Error::local("the request ended before the client answered this input request")
+}
+
+/// Waits until the era layer, told that an answer is not one, ends the request; a handler it
+/// polls never gets past this (it is dropped first), an input request in another task ends.
+async fn wait_closed<T>(state: &InputState) -> Result<T, Error> {
+    loop {
+        let answered = state.answered.notified();
+        if state.closed.load(Ordering::SeqCst) {
+            return Err(ended_unanswered());
+        }
+        answered.await;
     }
 }
 

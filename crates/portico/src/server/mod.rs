@@ -118,6 +118,9 @@ struct Config {
     sealer: StateSealer,
     rpc: RpcConfig,
     tasks: tasks::TaskConfig,
+    /// Handlers kept waiting across 2026-07-28 input rounds (see
+    /// [`ServerBuilder::keep_handlers_across_input`]).
+    parking: Option<Arc<input::Parking>>,
     /// Told when a client subscribes to a resource or stops.
     on_subscription: Option<SubscriptionHook>,
 }
@@ -195,6 +198,7 @@ impl Server {
                 sealer: StateSealer::random(),
                 rpc: RpcConfig { name: "server", ..RpcConfig::default() },
                 tasks: tasks::TaskConfig::default(),
+                parking: None,
                 on_subscription: None,
             },
             tools: false,
@@ -625,6 +629,26 @@ impl ServerBuilder {
     /// Servers behind a load balancer share one key so any instance can resume a request.
     pub fn state_sealer(mut self, sealer: StateSealer) -> Self {
         self.config.sealer = sealer;
+        self
+    }
+
+    /// Keeps a 2026-07-28 handler that asks the client for input waiting, for up to `ttl`,
+    /// instead of ending it. In 2026-07-28 a request that needs input ends with an
+    /// input-required result, and the client sends the request again with the answers. By
+    /// default the handler then runs again from the start, finding the answers it used sealed in
+    /// `requestState`: simple, and any instance behind a load balancer can take the retry, but
+    /// whatever the handler did before it asked is done twice. With this option the handler
+    /// is kept, its future unpolled, and the retry that carries its `requestState` resumes it
+    /// where it stopped. A gateway needs this: its handler has a call in flight on another
+    /// server, which must not be made twice.
+    ///
+    /// A kept handler is dropped (its cancellation fires) when no retry comes within `ttl`. A
+    /// retry that finds no kept handler (the time ran out, another instance or process sealed
+    /// the state) runs the handler again, as without this option. At most 1,024 handlers wait
+    /// at once; past that, a handler that asks is ended as usual. Progress and log messages of
+    /// a resumed handler go where its first request's went.
+    pub fn keep_handlers_across_input(mut self, ttl: std::time::Duration) -> Self {
+        self.config.parking = Some(input::Parking::new(ttl));
         self
     }
 

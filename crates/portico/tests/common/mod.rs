@@ -12,7 +12,7 @@ use futures_util::future::BoxFuture;
 use portico::schema::*;
 use portico::server::{HandlerError, Json, RequestContext, ResourceRequest, Server};
 use portico::transport::memory::{self, MemoryReader, MemoryTransport, MemoryWriter};
-use portico::transport::{FrameWriter, Transport};
+use portico::transport::{FrameReader, FrameWriter, Transport};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -366,4 +366,57 @@ fn result_def(method: &str) -> Option<String> {
         "Ping" | "SetLevel" | "Subscribe" | "Unsubscribe" => "EmptyResult".to_owned(),
         _ => format!("{p}Result"),
     })
+}
+
+/// A client on the raw wire of an in-memory connection: requests written as JSON, responses
+/// read back by id.
+pub struct Raw {
+    pub r: MemoryReader,
+    pub w: MemoryWriter,
+    pub next: i64,
+}
+
+impl Raw {
+    pub fn new() -> Raw {
+        Raw::with(fixture_server(Arc::new(Probes::default())))
+    }
+
+    pub fn with(server: Server) -> Raw {
+        let (a, b) = memory::pair();
+        server.connect(b);
+        let (r, w) = a.split();
+        Raw { r, w, next: 1 }
+    }
+
+    pub async fn send(&mut self, msg: Value) {
+        self.w.write_frame(msg.to_string().as_bytes()).await.expect("write");
+    }
+
+    /// Sends a request and returns its response, skipping notifications.
+    pub async fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        loop {
+            let frame = self.r.read_frame().await.expect("read").expect("open");
+            let v: Value = serde_json::from_slice(&frame).expect("json");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+}
+
+/// The `_meta` of a 2026-07-28 request declaring `caps`.
+pub fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}
+    })
+}
+
+/// The error code of a response (panics on a result).
+pub fn code(v: &Value) -> i64 {
+    v["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {v}"))
 }

@@ -26,16 +26,18 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use futures_util::future::BoxFuture;
 use portico_schema::{
     ClientCapabilities, ErrorObject, Implementation, PaginatedRequestParams, ProtocolVersion, methods,
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::Server;
 use super::context::{Inner as CtxInner, LEVEL_UNSET, LogGate, RequestContext};
-use super::input::{self, InputState, RawResponses};
+use super::input::{self, InputState, Opened, RawResponses};
 use super::registry::{Entry, InvalidCursor, Registry, page};
 use crate::rpc::{Cancel, Endpoint, Handled, IncomingRequest, Peer};
 use dispatch::Step;
@@ -175,18 +177,70 @@ impl EraLayer {
         Ok((items.into_iter().map(|e| e.def().clone()).collect(), next))
     }
 
-    /// The input state of a stateless-era request (`None` in the handshake era).
+    /// The input state of a stateless-era request (`None` in the handshake era), or the
+    /// handler kept from the round before, resumed.
     fn input_state(
         &self,
+        req: &IncomingRequest,
         era: &Era,
         binding: impl FnOnce() -> Vec<u8>,
         request_state: Option<&str>,
         responses: Option<RawResponses>,
-    ) -> Result<Option<Arc<InputState>>, ErrorObject> {
+    ) -> Result<Option<Opened>, ErrorObject> {
         if !era.version.is_stateless() {
             return Ok(None);
         }
-        input::open(&self.server.inner.config.sealer, binding, request_state, responses).map(|s| Some(Arc::new(s)))
+        let config = &self.server.inner.config;
+        let parking = config.parking.as_deref();
+        input::open(&config.sealer, parking, &req.extensions, binding, request_state, responses).map(Some)
+    }
+
+    /// Makes the handler of a request that may ask for input (`make` is given its context),
+    /// or takes the one kept from the round before. A handler gets a cancellation of its own
+    /// when `own` says so (a tool call that may become a task) or when the server keeps
+    /// handlers across rounds: the end of this request must not cancel a handler that outlives
+    /// it. That token is cancelled with this request (its guard fires when the request's
+    /// future is dropped) until the caller disarms the guard.
+    fn start_handler<T: Send + 'static, E>(
+        &self,
+        req: &IncomingRequest,
+        era: &Era,
+        peer: Peer,
+        opened: Option<Opened>,
+        own: bool,
+        make: impl FnOnce(RequestContext, Option<&Arc<InputState>>) -> Result<BoxFuture<'static, T>, E>,
+    ) -> Result<Started<T>, E> {
+        let state = match opened {
+            Some(Opened::Resumed(kept)) => match kept.resume::<T>() {
+                Some((fut, state, token)) => {
+                    let guard = token.clone().drop_guard();
+                    let cancel = Cancel::from_token(token.clone());
+                    return Ok(Started { fut, state: Some(state), cancel, own: Some((token, guard)) });
+                }
+                // Not reachable (the sealed binding names the method); run the handler afresh.
+                None => Some(Arc::new(InputState::new(BTreeMap::new()))),
+            },
+            Some(Opened::Fresh(s)) => Some(s),
+            None => None,
+        };
+        let own = state.is_some() && (own || self.server.inner.config.parking.is_some());
+        let (cancel, own) = if own {
+            let t = CancellationToken::new();
+            (Cancel::from_token(t.clone()), Some((t.clone(), t.drop_guard())))
+        } else {
+            (req.cancel.clone(), None)
+        };
+        let cx = self.context(req, era, peer, state.clone(), cancel.clone());
+        let fut = make(cx, state.as_ref())?;
+        Ok(Started { fut, state, cancel, own })
+    }
+
+    /// How [`input::run`] ends a round of `started`: keeping the handler when the server keeps
+    /// handlers across rounds.
+    fn round<'a>(&'a self, req: &'a IncomingRequest, own: &Own) -> input::Round<'a> {
+        let config = &self.server.inner.config;
+        let token = own.as_ref().map(|(t, _)| t.clone());
+        input::Round { sealer: &config.sealer, keep: config.parking.as_ref().zip(token), extensions: &req.extensions }
     }
 
     /// What a handler sees of its request.
@@ -219,6 +273,27 @@ impl EraLayer {
             trace: era.trace.clone(),
             meta: era.meta.clone(),
         })
+    }
+}
+
+/// A handler started (or resumed) by [`EraLayer::start_handler`].
+pub(super) struct Started<T> {
+    pub fut: BoxFuture<'static, T>,
+    pub state: Option<Arc<InputState>>,
+    pub cancel: Cancel,
+    /// The handler's own token, and the guard that cancels it if the request is dropped;
+    /// disarm it once the round ends.
+    pub own: Own,
+}
+
+/// A handler's own cancellation token and the guard that cancels it with its request.
+pub(super) type Own = Option<(CancellationToken, tokio_util::sync::DropGuard)>;
+
+/// The round ended (the handler is done, became a task, or is kept): the end of the request
+/// no longer cancels the handler.
+pub(super) fn round_ended(own: Own) {
+    if let Some((_, guard)) = own {
+        guard.disarm();
     }
 }
 

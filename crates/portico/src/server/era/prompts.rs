@@ -42,16 +42,21 @@ impl EraLayer {
             }
         }
         let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let cx = self.context(&req, &era, peer, state.clone(), req.cancel.clone());
-        let fut = (entry.handler)(p.arguments, cx).map_err(|e| {
-            ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name))
-        })?;
+        let opened = self.input_state(&req, &era, binding, p.request_state.as_deref(), p.input_responses)?;
         let version = era.version;
-        let fut = fut
-            .map(move |r: Result<GetPromptResult, HandlerError>| r.map_err(|e| e.into_error_object(version)))
-            .boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
+        let started = self.start_handler(&req, &era, peer, opened, false, |cx, _| {
+            let fut = (entry.handler)(p.arguments, cx).map_err(|e| {
+                ErrorObject::invalid_params(format!("invalid arguments for prompt {}: {e}", entry.def.name))
+            })?;
+            Ok::<_, ErrorObject>(
+                fut.map(move |r: Result<GetPromptResult, HandlerError>| r.map_err(|e| e.into_error_object(version)))
+                    .boxed(),
+            )
+        })?;
+        let round = self.round(&req, &started.own);
+        let outcome = input::run_fallible(started.fut, started.state, round, binding).await;
+        super::round_ended(started.own);
+        match outcome? {
             input::Outcome::Done(r) => self.finish_with(r, &era, Some(downgrade::get_prompt_result)),
             input::Outcome::InputRequired(r) => self.finish(r, &era),
         }

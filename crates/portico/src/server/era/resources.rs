@@ -70,11 +70,15 @@ impl EraLayer {
             return Err(HandlerError::resource_not_found(&p.uri).into_error_object(era.version));
         };
         let binding = || input::binding(&req.method, &p.uri, None);
-        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let cx = self.context(&req, &era, peer, state.clone(), req.cancel.clone());
+        let opened = self.input_state(&req, &era, binding, p.request_state.as_deref(), p.input_responses)?;
         let version = era.version;
-        let fut = handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed();
-        match input::run_fallible(fut, state, &self.server.inner.config.sealer, binding).await? {
+        let started = self.start_handler(&req, &era, peer, opened, false, |cx, _| {
+            Ok::<_, ErrorObject>(handler(rr, cx).map(move |r| r.map_err(|e| e.into_error_object(version))).boxed())
+        })?;
+        let round = self.round(&req, &started.own);
+        let outcome = input::run_fallible(started.fut, started.state, round, binding).await;
+        super::round_ended(started.own);
+        match outcome? {
             input::Outcome::Done(ReadOutput::Result(r)) => self.finish(r, &era),
             input::Outcome::Done(ReadOutput::Encoded(e)) => {
                 // What the era adds around the contents, from the same result with none; the

@@ -10,12 +10,11 @@ use portico_schema::{
 };
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio_util::sync::CancellationToken;
 
 use super::dispatch::{Call, Step};
 use super::{Era, EraLayer, parse};
 use crate::peek::ParamsPeek;
-use crate::rpc::{Cancel, IncomingRequest, Peer, Reply};
+use crate::rpc::{IncomingRequest, Peer, Reply};
 use crate::server::input::{self, RawResponses};
 use crate::server::registry::Entry;
 use crate::server::tasks::{self, TaskSupport};
@@ -115,27 +114,23 @@ impl EraLayer {
             return Err(ErrorObject::missing_client_capability(tasks::required_capabilities()));
         }
         let binding = || input::binding(&req.method, &p.name, p.arguments.map(|a| a.get()));
-        let state = self.input_state(&era, binding, p.request_state.as_deref(), p.input_responses)?;
-        let eligible = declared && state.is_some();
-        // A call that may become a task gets a cancellation of its own, so the task can
-        // outlive the request: cancelled with the request until then (the guard fires when
-        // this future is dropped), by tasks/cancel after.
-        let (cancel, guard) = if eligible {
-            let t = CancellationToken::new();
-            (Cancel::from_token(t.clone()), Some(t.drop_guard()))
-        } else {
-            (req.cancel.clone(), None)
-        };
-        if let (true, Some(s)) = (eligible, &state) {
-            s.task_eligible.store(true, Ordering::SeqCst);
-        }
-        let checked = match &entry.validator {
-            Some(v) => v.check(p.arguments),
-            None => Ok(()),
-        };
-        let cx = self.context(&req, &era, peer, state.clone(), cancel.clone());
-        let fut = match checked.and_then(|()| (entry.handler)(p.arguments, cx).map_err(|e| e.to_string())) {
-            Ok(fut) => fut,
+        let opened = self.input_state(&req, &era, binding, p.request_state.as_deref(), p.input_responses)?;
+        let eligible = declared && opened.is_some();
+        // A call that may become a task gets a cancellation of its own (see `start_handler`), so the
+        // task can outlive the request: cancelled with the request until then, by
+        // tasks/cancel after.
+        let started = self.start_handler(&req, &era, peer, opened, eligible, |cx, state| {
+            if let (true, Some(s)) = (eligible, state) {
+                s.task_eligible.store(true, Ordering::SeqCst);
+            }
+            let checked = match &entry.validator {
+                Some(v) => v.check(p.arguments),
+                None => Ok(()),
+            };
+            checked.and_then(|()| (entry.handler)(p.arguments, cx).map_err(|e| e.to_string()))
+        });
+        let started = match started {
+            Ok(s) => s,
             Err(e) if era.version.tool_input_errors_are_results() => {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
                 return self.finish_tool_result(r, &era);
@@ -144,10 +139,10 @@ impl EraLayer {
                 return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
             }
         };
-        let outcome = input::run(fut, state.clone(), &self.server.inner.config.sealer, binding).await;
-        if let Some(g) = guard {
-            g.disarm();
-        }
+        let (state, cancel) = (started.state.clone(), started.cancel.clone());
+        let round = self.round(&req, &started.own);
+        let outcome = input::run(started.fut, started.state, round, binding).await;
+        super::round_ended(started.own);
         match outcome? {
             input::Stage::Done(Ok(r)) => self.finish_relayed_tool_result(r, &era),
             input::Stage::Done(Err(e)) => Err(e.into_error_object(era.version)),

@@ -1,0 +1,146 @@
+//! A handshake-era upstream that asks for input during a call, under a 2026-07-28 client: the
+//! client answers with a retry, and the gateway resumes the call it kept waiting, so the
+//! upstream's tool runs once and the person is asked once. Before, the retry ran the upstream
+//! call again (the first was cancelled), so whatever the tool did before asking was done
+//! twice, and a sampling request was put to the person again.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use portico::client::{Client, ClientHandler, EraMode};
+use portico::schema::{
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, ElicitRequestParams,
+    ElicitResult, ErrorObject, Implementation, RequestedSchema, SamplingMessage, SamplingMessageContentBlock,
+    StringSchema, TextContent, Tool, object,
+};
+use portico::server::{RequestContext, Server};
+use portico_host::Host;
+use portico_host::approvals::{Answer, Choice, Event, Kind};
+use portico_host::gateway::Gateway;
+use portico_host::oversight::Supervisor;
+use serde_json::{Value, json};
+
+/// The upstream: `order` counts a run, then asks whom to bill; `draft` counts a run, then asks
+/// the client's model.
+fn upstream(runs: Arc<AtomicUsize>) -> Server {
+    let r2 = runs.clone();
+    Server::builder(Implementation::new("shop", "1.0.0"))
+        .tool(Tool::new("order", object(json!({"type": "object"}))), move |_: Value, cx: RequestContext| {
+            let runs = runs.clone();
+            async move {
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                let form = ElicitRequestFormParams::new(
+                    "Bill whom?",
+                    RequestedSchema::new().with_required_property("name", StringSchema::new()),
+                );
+                let a = cx.elicit(ElicitRequestParams::from(form)).await.map_err(|e| e.to_string())?;
+                let name = a.content.as_ref().and_then(|c| c.get("name")).and_then(Value::as_str).unwrap_or("?");
+                Ok::<_, String>(format!("order {n} billed to {name}"))
+            }
+        })
+        .tool(Tool::new("draft", object(json!({"type": "object"}))), move |_: Value, cx: RequestContext| {
+            let runs = r2.clone();
+            async move {
+                let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                let ask = CreateMessageRequestParams::new(vec![SamplingMessage::user_text("write a haiku")], 100);
+                let r = cx.create_message(ask).await.map_err(|e| e.to_string())?;
+                let text = serde_json::to_value(&r.content).ok();
+                let text = text.as_ref().and_then(|v| v.pointer("/text")).and_then(Value::as_str).unwrap_or("?");
+                Ok::<_, String>(format!("draft {n}: {text}"))
+            }
+        })
+        .build()
+}
+
+/// The person's client: answers forms with a name and sampling with a fixed text.
+#[derive(Clone, Default)]
+struct Person {
+    forms: Arc<AtomicUsize>,
+    samples: Arc<AtomicUsize>,
+}
+
+impl ClientHandler for Person {
+    fn elicit(&self, _: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        self.forms.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Ok(ElicitResult::accept(json!({ "name": "Ada" }).as_object().cloned().unwrap_or_default())) })
+    }
+
+    fn create_message(&self, _: CreateMessageRequestParams) -> BoxFuture<'_, Result<CreateMessageResult, ErrorObject>> {
+        self.samples.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async {
+            Ok(CreateMessageResult::new(SamplingMessageContentBlock::Text(TextContent::new("old pond")), "m"))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_era_upstreams_question_is_answered_by_a_retry_and_its_tool_runs_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (addr, up) = common::serve_http(upstream(runs.clone())).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    // Tool calls are allowed; the sampling request is put to the person (the default).
+    let cfg = format!(
+        "[approvals]\nchannels = [\"http\"]\n\n[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n"
+    );
+    let config = common::config_in(dir.path(), &cfg);
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor"));
+    supervisor.attach_http(true);
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+
+    let person = Person::default();
+    let (end, server_end) = portico::transport::memory::pair();
+    gateway.server().connect(server_end);
+    let caps = ClientCapabilities::new().with_sampling(false).with_elicitation(true, false);
+    let client = Client::builder(Implementation::new("agent", "1"))
+        .capabilities(caps)
+        .handler(person.clone())
+        .era(EraMode::Stateless)
+        .connect(end)
+        .await
+        .expect("connect");
+    assert!(client.protocol_version().is_stateless());
+
+    let r = client.call_tool("shop__order", json!({})).await.expect("call");
+    assert_eq!(common::text(&r), "order 1 billed to Ada", "{r:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "the upstream's tool ran once");
+    assert_eq!(person.forms.load(Ordering::SeqCst), 1);
+
+    let mut events = supervisor.approvals().subscribe();
+    let call = {
+        let c = client.clone();
+        tokio::spawn(async move { c.call_tool("shop__draft", json!({})).await })
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut asked = 0;
+    while !call.is_finished() {
+        assert!(tokio::time::Instant::now() < deadline, "the call did not end");
+        for p in supervisor.approvals().list() {
+            if matches!(p.kind, Kind::Sampling | Kind::Result) {
+                asked += usize::from(p.kind == Kind::Sampling);
+                let _ = supervisor.approvals().answer(&p.id, Answer::now(Choice::AllowOnce, "http", "ada"));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let r = call.await.expect("join").expect("call");
+    assert_eq!(common::text(&r), "draft 2: old pond", "{r:?}");
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "the upstream's tool ran once more, not twice");
+    assert_eq!(asked, 1);
+    let mut sampling_asks = 0;
+    while let Ok(e) = events.try_recv() {
+        sampling_asks += usize::from(matches!(e, Event::Requested(p) if p.kind == Kind::Sampling));
+    }
+    assert_eq!(sampling_asks, 1, "the person was asked about the sampling request once");
+    assert_eq!(person.samples.load(Ordering::SeqCst), 1, "the client's model was asked once");
+    client.close().await;
+    host.shutdown().await;
+    up.abort();
+}
