@@ -322,6 +322,19 @@ pub(crate) async fn run<T: Send + 'static>(
     binding: impl FnOnce() -> Vec<u8>,
 ) -> Result<Stage<T>, ErrorObject> {
     let Some(state) = state else { return Ok(Stage::Done(fut.await)) };
+    // Boxed: the rounds' state (the select, the loop) would otherwise make every request's
+    // future larger, handshake-era ones too, and a future past the allocator's small sizes
+    // costs more to allocate than this box.
+    Box::pin(rounds(fut, state, round, binding)).await
+}
+
+/// [`run`] of a stateless-era request.
+async fn rounds<T: Send + 'static>(
+    fut: BoxFuture<'static, T>,
+    state: Arc<InputState>,
+    round: Round<'_>,
+    binding: impl FnOnce() -> Vec<u8>,
+) -> Result<Stage<T>, ErrorObject> {
     let mut fut = fut;
     let needed = loop {
         tokio::select! {
