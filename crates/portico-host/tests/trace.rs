@@ -5,7 +5,10 @@
 mod common;
 
 use portico::client::{CallOptions, Client, EraMode};
-use portico::schema::{Implementation, ProtocolVersion, Tool, object};
+use portico::schema::{
+    CompleteArgument, CompleteRequestParams, CompleteResult, CompletionReference, GetPromptResult, Implementation,
+    Prompt, PromptArgument, PromptMessage, ProtocolVersion, RequestMeta, Tool, object,
+};
 use portico::server::{RequestContext, Server};
 use portico::trace::TraceContext;
 use serde_json::json;
@@ -19,6 +22,17 @@ fn traced() -> Server {
                 cx.meta().cloned().map(serde_json::Value::Object).unwrap_or_default().to_string()
             },
         )
+        .prompt(
+            Prompt::new("p").with_argument(PromptArgument::new("lang")),
+            |_: std::collections::BTreeMap<String, String>| async move {
+                Ok(GetPromptResult::new(vec![PromptMessage::user("hi")]))
+            },
+        )
+        // A completion answers with the `_meta` members its request carried.
+        .completion(|_: CompleteRequestParams, cx: RequestContext| async move {
+            let seen = cx.meta().cloned().map(serde_json::Value::Object).unwrap_or_default().to_string();
+            Ok(CompleteResult::new([seen]))
+        })
         .tool(
             Tool::new("seen", object(json!({"type": "object"}))),
             |_: serde_json::Value, cx: RequestContext| async move {
@@ -88,6 +102,22 @@ async fn the_callers_meta_members_reach_the_upstream() {
             // into them.
             let r = client.call_tool(tool, json!({})).await.expect("call");
             assert_eq!(common::text(&r), "null", "{era:?} → {tool}");
+        }
+        // Completions too.
+        for prompt in ["new__p", "old__p"] {
+            let mut meta = RequestMeta::new();
+            meta.other = members.clone();
+            let ask =
+                CompleteRequestParams::new(CompletionReference::prompt(prompt), CompleteArgument::new("lang", "r"));
+            let r = client.complete(ask.clone().with_meta(meta)).await.expect("complete");
+            assert_eq!(
+                r.completion.values,
+                [json!({"acme.example/locale": "fr-FR", "acme.example/widget": {"theme": "dark", "sizes": [1, 2]}})
+                    .to_string()],
+                "{era:?} → {prompt}"
+            );
+            let r = client.complete(ask).await.expect("complete");
+            assert_eq!(r.completion.values, ["null"], "{era:?} → {prompt}");
         }
         client.close().await;
     }
