@@ -14,6 +14,7 @@ use portico::schema::{
     ResourceContents, StringSchema, Tool, object,
 };
 use portico::server::{HandlerError, RequestContext, Server};
+use portico::transport::{FrameReader, FrameWriter};
 use serde_json::{Value, json};
 
 /// How often the handlers started, and how many ended without finishing.
@@ -70,6 +71,13 @@ fn tools(b: portico::server::ServerBuilder, counts: Arc<Counts>) -> portico::ser
             unfinished.0 = None;
             Ok::<_, String>(format!("run {n}: {}", value(&a)))
         }
+    })
+    .tool(Tool::new("report", object(json!({"type": "object"}))), |_: Value, cx: RequestContext| async move {
+        let _ = cx.progress(1.0, None, Some("before")).await;
+        let a = cx.input("q").elicit(form("Go on?")).await.map_err(|e| e.to_string())?;
+        let _ = cx.progress(2.0, None, Some("after")).await;
+        let _ = cx.log(portico::schema::LoggingLevel::Info, Some("kept"), json!("resumed")).await;
+        Ok::<_, String>(value(&a))
     })
     .tool(Tool::new("twice", object(json!({"type": "object"}))), move |_: Value, cx: RequestContext| {
         let c = c2.clone();
@@ -240,4 +248,57 @@ async fn only_the_caller_who_made_the_request_resumes_its_kept_handler() {
     assert_eq!(r["result"]["content"][0]["text"], "run 2: eve", "eve's retry runs afresh: {r}");
     let r = raw.call("tools/call", retry(as_who("ada"), json!({"q": accept("ada")}), &first)).await;
     assert_eq!(r["result"]["content"][0]["text"], "run 1: ada", "ada's call was still kept: {r}");
+}
+
+/// Sends `params` as a `tools/call` and returns the notifications before its response, and
+/// the response.
+async fn call_seeing(raw: &mut Raw, id: i64, params: Value) -> (Vec<Value>, Value) {
+    let msg = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    raw.w.write_frame(msg.to_string().as_bytes()).await.expect("write");
+    let mut seen = Vec::new();
+    loop {
+        let frame = raw.r.read_frame().await.expect("read").expect("open");
+        let v: Value = serde_json::from_slice(&frame).expect("json");
+        if v.get("id") == Some(&json!(id)) {
+            return (seen, v);
+        }
+        seen.push(v);
+    }
+}
+
+/// A resumed handler's progress and log messages go to the retry that resumed it, under the
+/// retry's progress token and log level.
+#[tokio::test]
+async fn a_resumed_handler_reports_to_the_retry() {
+    let counts = Arc::new(Counts::default());
+    let mut raw = Raw::with(server(counts, Some(Duration::from_secs(30))));
+    let with = |token: &str, level: Option<&str>| {
+        let mut p = params("report");
+        p["_meta"]["progressToken"] = json!(token);
+        if let Some(level) = level {
+            p["_meta"]["io.modelcontextprotocol/logLevel"] = json!(level);
+        }
+        p
+    };
+    let (seen, first) = call_seeing(&mut raw, 1, with("t1", None)).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["params"]["progressToken"], "t1");
+    assert_eq!(seen[0]["params"]["message"], "before");
+
+    let (seen, r) = call_seeing(&mut raw, 2, retry(with("t2", Some("info")), json!({"q": accept("ok")}), &first)).await;
+    assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
+    let methods: Vec<&str> = seen.iter().filter_map(|n| n["method"].as_str()).collect();
+    assert_eq!(methods, ["notifications/progress", "notifications/message"], "{seen:?}");
+    assert_eq!(seen[0]["params"]["progressToken"], "t2", "the retry's token: {seen:?}");
+    assert_eq!(seen[0]["params"]["message"], "after");
+    assert_eq!(seen[1]["params"]["data"], "resumed");
+
+    // A retry that asked for neither gets neither.
+    let (_, first) = call_seeing(&mut raw, 3, with("t3", None)).await;
+    let mut quiet = retry(params("report"), json!({"q": accept("ok")}), &first);
+    quiet["_meta"].as_object_mut().map(|m| m.remove("progressToken"));
+    let (seen, r) = call_seeing(&mut raw, 4, quiet).await;
+    assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
+    assert!(seen.is_empty(), "{seen:?}");
 }

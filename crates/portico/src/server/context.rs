@@ -260,10 +260,18 @@ impl RequestContext {
     /// # Errors
     /// When the connection is closed.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> Result<(), Error> {
-        let Some(token) = &self.inner.progress_token else { return Ok(()) };
         if self.is_task() {
             return Ok(());
         }
+        // A handler kept across 2026-07-28 input rounds reports to the retry that resumed it.
+        if let Some(routed) = self.inner.input.as_ref().and_then(|s| s.progress_route(progress)) {
+            let Some((peer, token)) = routed else { return Ok(()) };
+            let mut p = ProgressNotificationParams::new(token, progress);
+            p.total = total;
+            p.message = message.map(str::to_owned);
+            return peer.notify(methods::NOTIFICATION_PROGRESS, Some(&p)).await;
+        }
+        let Some(token) = &self.inner.progress_token else { return Ok(()) };
         {
             let mut last = crate::sync::lock(&self.inner.last_progress);
             if last.is_some_and(|l| progress <= l) {
@@ -285,12 +293,19 @@ impl RequestContext {
     /// # Errors
     /// When the connection is closed.
     pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: impl Into<Value>) -> Result<(), Error> {
-        if !self.inner.log.allows(level) || self.is_task() {
+        if self.is_task() {
             return Ok(());
         }
+        let routed = self.inner.input.as_ref().and_then(|s| s.log_route(level));
+        let peer = match &routed {
+            Some(Some(peer)) => peer,
+            Some(None) => return Ok(()),
+            None if self.inner.log.allows(level) => &self.inner.peer,
+            None => return Ok(()),
+        };
         let mut p = LoggingMessageNotificationParams::new(level, data);
         p.logger = logger.map(str::to_owned);
-        self.inner.peer.notify(methods::NOTIFICATION_MESSAGE, Some(&p)).await
+        peer.notify(methods::NOTIFICATION_MESSAGE, Some(&p)).await
     }
 
     /// Asks the user for input through the client (form or URL elicitation).

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use portico_schema::{ClientCapabilities, ErrorObject, InputRequest, InputRequiredResult};
+use portico_schema::{ClientCapabilities, ErrorObject, InputRequest, InputRequiredResult, LoggingLevel, ProgressToken};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sealed::StateSealer;
 use super::tasks::Task;
+use crate::rpc::Peer;
 use crate::sync::lock;
 
 /// `inputResponses` as sent: answers by key, left raw until a handler asks for one (so answers
@@ -57,6 +58,18 @@ pub(crate) struct InputState {
     pub answered: Notify,
     /// The request ended while input requests were pending, and no retry will resume them.
     pub closed: AtomicBool,
+    /// Where a resumed handler's progress and log messages go: the latest retry's (`None`
+    /// until one resumes it: the first request's, from its context).
+    route: Mutex<Option<Route>>,
+}
+
+/// The connection, progress token and log level of the retry that resumed a kept handler.
+pub(crate) struct Route {
+    pub peer: Peer,
+    pub progress_token: Option<ProgressToken>,
+    pub log: Option<LoggingLevel>,
+    /// The last progress sent under this retry's token (values must increase per token).
+    pub last_progress: Option<f64>,
 }
 
 impl InputState {
@@ -74,7 +87,34 @@ impl InputState {
             task: OnceLock::new(),
             answered: Notify::new(),
             closed: AtomicBool::new(false),
+            route: Mutex::new(None),
         }
+    }
+
+    /// Progress and log messages go to `route` from now on (a retry resumed the handler).
+    pub(crate) fn reroute(&self, route: Route) {
+        *lock(&self.route) = Some(route);
+    }
+
+    /// For a resumed handler, where `progress` goes: the retry's connection and token, or
+    /// nowhere (no token, or not increasing). `None` when no retry resumed it.
+    pub(crate) fn progress_route(&self, progress: f64) -> Option<Option<(Peer, ProgressToken)>> {
+        let mut route = lock(&self.route);
+        let r = route.as_mut()?;
+        let Some(token) = r.progress_token.clone() else { return Some(None) };
+        if r.last_progress.is_some_and(|l| progress <= l) {
+            return Some(None);
+        }
+        r.last_progress = Some(progress);
+        Some(Some((r.peer.clone(), token)))
+    }
+
+    /// For a resumed handler, where a log message at `level` goes: the retry's connection, or
+    /// nowhere (its level does not allow it). `None` when no retry resumed it.
+    pub(crate) fn log_route(&self, level: LoggingLevel) -> Option<Option<Peer>> {
+        let route = lock(&self.route);
+        let r = route.as_ref()?;
+        Some(r.log.is_some_and(|min| level >= min).then(|| r.peer.clone()))
     }
 
     /// Whether an answer is known under `key`.

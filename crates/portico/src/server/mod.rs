@@ -645,8 +645,10 @@ impl ServerBuilder {
     /// A kept handler is dropped (its cancellation fires) when no retry comes within `ttl`. A
     /// retry that finds no kept handler (the time ran out, another instance or process sealed
     /// the state) runs the handler again, as without this option. At most 1,024 handlers wait
-    /// at once; past that, a handler that asks is ended as usual. Progress and log messages of
-    /// a resumed handler go where its first request's went.
+    /// at once; past that, a handler that asks is ended as usual. A kept handler resumes only
+    /// for the caller whose verified token (`AuthInfo`) made the request. Once resumed, its
+    /// progress and log messages go to the retry, under the retry's progress token and log
+    /// level.
     pub fn keep_handlers_across_input(mut self, ttl: std::time::Duration) -> Self {
         self.config.parking = Some(input::Parking::new(ttl));
         self

@@ -213,6 +213,12 @@ impl EraLayer {
         let state = match opened {
             Some(Opened::Resumed(kept)) => match kept.resume::<T>() {
                 Some((fut, state, token)) => {
+                    state.reroute(input::Route {
+                        peer,
+                        progress_token: era.progress_token.clone(),
+                        log: era.log_level,
+                        last_progress: None,
+                    });
                     let guard = token.clone().drop_guard();
                     let cancel = Cancel::from_token(token.clone());
                     return Ok(Started { fut, state: Some(state), cancel, own: Some((token, guard)) });
