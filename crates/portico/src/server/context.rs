@@ -314,7 +314,10 @@ impl RequestContext {
     /// 2026-07-28 the request returns an input-required result and this call resumes when the
     /// client retries with the answer: the handler runs again from the start, and every input
     /// call made before returns its recorded answer at once. Keep handlers deterministic up to
-    /// their input calls, and do side effects after them. In a task (see
+    /// their input calls, and do side effects after them, or build the server with
+    /// [`keep_handlers_across_input`](super::ServerBuilder::keep_handlers_across_input): then
+    /// the handler waits here and the retry resumes it, with a rerun only as the fallback. In a
+    /// task (see
     /// [`continue_as_task`](Self::continue_as_task)) the task waits in `input_required` until
     /// the client answers with `tasks/update`; nothing runs again.
     ///
