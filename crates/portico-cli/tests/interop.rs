@@ -551,7 +551,7 @@ fn check(report: &Value, expect: &Expect<'_>) {
     let (stdio_tools, http_tools) = (of("se__"), of("sehttp__"));
     assert!(stdio_tools.len() >= 10, "{who}: server-everything's tools: {stdio_tools:?}");
     assert_eq!(stdio_tools, http_tools, "{who}: one server, the same tools over stdio and HTTP");
-    assert_eq!(of("py__"), ["era", "reverse", "tally"], "{who}: the Python server's tools");
+    assert_eq!(of("py__"), ["era", "order", "reverse", "tally"], "{who}: the Python server's tools");
 
     // Resources: a URI offered by two servers is scoped to each, one offered once is kept.
     let resources = names(report, "resources");
@@ -1150,5 +1150,50 @@ fn python_sdk_client_answers_approvals_in_both_eras() {
             let form = form.as_str().unwrap_or_default();
             assert!(form.contains("server `px`") && form.contains("`add`"), "{who}: the form names both: {form}");
         }
+    }
+}
+
+/// A handshake-era upstream on the Python SDK asks for input in the middle of a call; the
+/// Python SDK client in 2026-07-28 answers it through an input-required result and a retry.
+/// The gateway keeps the upstream call waiting and the retry resumes it: the upstream counts
+/// one order, not two (before, the retry made the upstream call again).
+#[test]
+fn a_python_upstreams_question_mid_call_is_answered_by_a_2026_07_28_client_once() {
+    if !peers_present(
+        "a_python_upstreams_question_mid_call_is_answered_by_a_2026_07_28_client_once",
+        &[Peer::PythonSdk],
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = format!(
+        "[gateway]\nstate_dir = {:?}\n\n[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.py]\ncommand = {:?}\nargs = [{:?}]\nprotocol_version = \"2025-11-25\"\n",
+        dir.path().join("state").display().to_string(),
+        Peer::PythonSdk.path().display().to_string(),
+        fixture("py_server.py").display().to_string()
+    );
+    let config = dir.path().join("portico.toml");
+    std::fs::write(&config, text).expect("write config");
+    let order = |item: &str| json!({"tool": "py__order", "args": {"item": item}});
+    let plan = json!({
+        "target": {"stdio": {"command": portico_bin(), "args": ["serve", "--config", config]}},
+        "mode": "auto",
+        "calls": [order("tea"), order("cake")],
+        "answers": [{"name": "Ada"}, {"name": "Grace"}],
+    });
+    let who = "Python SDK client (2026-07-28) answering a Python SDK server's elicitation";
+    let report =
+        run_client(who, Command::new(Peer::PythonSdk.path()).arg(fixture("py_client.py")).arg(plan.to_string()));
+    assert_eq!(report["protocolVersion"], "2026-07-28", "{who}: {report}");
+    let calls = report["calls"].as_array().cloned().unwrap_or_default();
+    assert_eq!(calls.len(), 2, "{who}: {report}");
+    assert_eq!(calls[0]["text"], "order 1: tea billed to Ada", "{who}: one upstream call per order: {report}");
+    assert_eq!(calls[1]["text"], "order 2: cake billed to Grace", "{who}: {report}");
+    let asked = report["asked"].as_array().cloned().unwrap_or_default();
+    assert_eq!(asked.len(), 2, "{who}: asked once per order: {report}");
+    for form in &asked {
+        let form = form.as_str().unwrap_or_default();
+        assert!(form.contains("py") && form.contains("Bill whom?"), "{who}: the form names the server: {form}");
     }
 }

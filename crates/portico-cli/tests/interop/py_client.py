@@ -9,10 +9,12 @@ PLAN_JSON:
      "calls": [{"tool": "NAME", "args": {...}}, ...],
      "reads": ["URI", ...],
      "prompts": [{"name": "NAME", "args": {...}}, ...],
-     "decisions": ["allow_once", ...]}  # optional: answers to Portico's approval forms, in order
+     "decisions": ["allow_once", ...],  # optional: answers to Portico's approval forms, in order
+     "answers": [{...}, ...]}           # optional: form contents to answer with first, in order
 
-With "decisions", the client declares elicitation and answers each form Portico shows with the
-next decision (`{"decision": ...}`), recording the form's message under "asked".
+With "decisions" or "answers", the client declares elicitation and answers each form it is shown
+with the next answer as it is, then with the next decision (`{"decision": ...}`), recording the
+form's message under "asked".
 
 Prints one JSON object on stdout (see `report` below); each failed step is recorded with its
 error instead of stopping the run. Exits 0 unless connecting itself failed.
@@ -57,14 +59,17 @@ async def run(plan: dict) -> dict:
         server = target["http"]
     report: dict = {"sdk": "python", "asked": []}
     decisions = list(plan.get("decisions", []))
+    answers = list(plan.get("answers", []))
 
     async def answer_form(context, params):
         report["asked"].append(params.message)
+        if answers:
+            return types.ElicitResult(action="accept", content=answers.pop(0))
         if not decisions:
             return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={"decision": decisions.pop(0)})
 
-    extra = {"elicitation_callback": answer_form} if "decisions" in plan else {}
+    extra = {"elicitation_callback": answer_form} if "decisions" in plan or "answers" in plan else {}
     async with Client(server, mode=plan.get("mode", "auto"), cache=None, **extra) as client:
         report["protocolVersion"] = client.protocol_version
         info = client.server_info

@@ -7,10 +7,13 @@ Tools:
                      session, so the total lives as long as the gateway's upstream does (a gateway
                      that restarted or reconnected its upstream between calls would start over)
   era()           -> the protocol version this request was served at
+  order(item)     -> counts an order, then asks the client whom to bill (an elicitation): the
+                     count shows whether a gateway made the call once or twice
 Resource: py://motd (text). Prompt: haiku(topic).
 """
 
 from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel
 
 server = MCPServer("py-fixture", instructions="A Python SDK fixture for Portico's interop tests.")
 
@@ -36,6 +39,24 @@ def tally(amount: int) -> str:
 def era(ctx: Context) -> str:
     """The protocol version this request was served at."""
     return str(ctx.protocol_version)
+
+
+class Billing(BaseModel):
+    name: str
+
+
+_orders = 0
+
+
+@server.tool()
+async def order(item: str, ctx: Context) -> str:
+    """Counts an order, then asks whom to bill it to."""
+    global _orders
+    _orders += 1
+    n = _orders
+    answer = await ctx.elicit("Bill whom?", Billing)
+    name = answer.data.name if answer.action == "accept" else answer.action
+    return f"order {n}: {item} billed to {name}"
 
 
 @server.resource("py://motd", mime_type="text/plain")
