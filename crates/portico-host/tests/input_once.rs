@@ -144,3 +144,56 @@ async fn a_handshake_era_upstreams_question_is_answered_by_a_retry_and_its_tool_
     host.shutdown().await;
     up.abort();
 }
+
+/// The person's client that takes its time: answers forms after `delay`.
+#[derive(Clone)]
+struct Slow {
+    delay: Duration,
+}
+
+impl ClientHandler for Slow {
+    fn elicit(&self, _: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        let delay = self.delay;
+        Box::pin(async move {
+            tokio::time::sleep(delay).await;
+            Ok(ElicitResult::accept(json!({ "name": "Ada" }).as_object().cloned().unwrap_or_default()))
+        })
+    }
+}
+
+/// A server's `timeout` bounds the server's silence, not the person's: while the server waits
+/// for the answer to its own question, the call's timeout does not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_answering_slower_than_the_servers_timeout_does_not_time_the_call_out() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (addr, up) = common::serve_http(upstream(runs.clone())).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = format!(
+        "[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\ntimeout = 1\n"
+    );
+    let host = Host::start(common::config_in(dir.path(), &cfg));
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    for era in [EraMode::Handshake(portico::schema::ProtocolVersion::V2025_11_25), EraMode::Stateless] {
+        let (end, server_end) = portico::transport::memory::pair();
+        gateway.server().connect(server_end);
+        let client = Client::builder(Implementation::new("agent", "1"))
+            .capabilities(ClientCapabilities::new().with_elicitation(true, false))
+            .handler(Slow { delay: Duration::from_millis(2500) })
+            .era(era)
+            .connect(end)
+            .await
+            .expect("connect");
+        let r = tokio::time::timeout(Duration::from_secs(20), client.call_tool("shop__order", json!({})))
+            .await
+            .expect("ends")
+            .expect("call");
+        assert!(common::text(&r).ends_with("billed to Ada"), "{era:?}: {r:?}");
+        client.close().await;
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "one run per era");
+    host.shutdown().await;
+    up.abort();
+}

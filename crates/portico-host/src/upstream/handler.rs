@@ -244,6 +244,7 @@ impl ClientHandler for UpstreamHandler {
             if !cx.client_capabilities().supports_sampling() {
                 return Err(ErrorObject::method_not_found("sampling/createMessage"));
             }
+            let _waiting = shared.input_pause.hold();
             overseen(&shared, ServerMethod::CreateMessage, Some(&cx), params, async |p| {
                 cx.create_message(p).await.map_err(|e| relay_error(&e))
             })
@@ -254,6 +255,7 @@ impl ClientHandler for UpstreamHandler {
     fn elicit(&self, params: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
         Box::pin(async move {
             let (shared, cx) = self.caller("elicitation/create")?;
+            let _waiting = shared.input_pause.hold();
             let params = named(&shared.config.name, params);
             overseen(&shared, ServerMethod::Elicit, Some(&cx), params, async |p| {
                 cx.elicit(p).await.map_err(|e| relay_error(&e))
@@ -268,6 +270,7 @@ impl ClientHandler for UpstreamHandler {
                 return Ok(ListRootsResult::new(Vec::new()));
             };
             let cx = shared.calls.latest();
+            let _waiting = shared.input_pause.hold();
             overseen(&shared, ServerMethod::ListRoots, cx.as_ref(), Value::Null, async |_| {
                 let configured = &shared.config.roots;
                 let downstream = match &cx {

@@ -121,6 +121,9 @@ struct Shared {
     limit: Semaphore,
     restarts: AtomicU64,
     calls: handler::InFlight,
+    /// Held while the upstream waits for the answer to one of its own requests (a person may
+    /// be answering): the timeouts of its calls do not run meanwhile.
+    input_pause: portico::client::TimeoutPause,
     /// Per-client instances (`isolate = "per-client"`).
     instances: isolate::Instances,
     /// Bumped when the catalog changes, for the host's registry.
@@ -214,6 +217,7 @@ impl Upstream {
             stop: CancellationToken::new(),
             restarts: AtomicU64::new(0),
             calls: handler::InFlight::default(),
+            input_pause: portico::client::TimeoutPause::new(),
             instances: isolate::Instances::default(),
             changes,
             oversight,
@@ -405,7 +409,9 @@ impl Upstream {
     ) -> Result<RelayedToolResult, UpstreamError> {
         let client = self.client_for(cx).await?;
         let _permit = self.acquire().await?;
-        let mut options = CallOptions::new().with_timeout(self.shared.config.timeout);
+        let mut options = CallOptions::new()
+            .with_timeout(self.shared.config.timeout)
+            .with_timeout_pause(self.shared.input_pause.clone());
         // Progress and log messages of this call go to its caller, in order, before its result.
         let (call, forward) = match cx {
             Some(cx) => {

@@ -84,6 +84,7 @@ impl Inner {
         let mut o = RequestOptions {
             timeout: call.timeout.unwrap_or(self.timeout),
             cancel: call.cancel.clone(),
+            pause: call.timeout_pause.clone(),
             ..Default::default()
         };
         let mut token = None;

@@ -44,6 +44,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::rpc::{PauseGuard, TimeoutPause};
 pub use handler::{ClientHandler, NoHandler};
 pub use options::{CallOptions, InputHandler};
 pub use tasks::{MAX_TASK_WAIT, TaskCreated, TaskHook};

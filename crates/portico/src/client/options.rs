@@ -33,6 +33,8 @@ pub struct CallOptions {
     pub meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
     /// Told when the server makes a task of this tool call (the tasks extension).
     pub on_task: Option<TaskHook>,
+    /// Stops the timeout while held ([`with_timeout_pause`](Self::with_timeout_pause)).
+    pub timeout_pause: Option<crate::rpc::TimeoutPause>,
 }
 
 /// Answers one round of a call's 2026-07-28 input requests (`inputRequests`, by key) with
@@ -57,6 +59,7 @@ impl std::fmt::Debug for CallOptions {
             .field("trace", &self.trace)
             .field("meta", &self.meta)
             .field("on_task", &self.on_task.is_some())
+            .field("timeout_pause", &self.timeout_pause)
             .finish()
     }
 }
@@ -108,6 +111,14 @@ impl CallOptions {
     /// ([`RequestContext::meta`](crate::server::RequestContext::meta)).
     pub fn with_meta(mut self, members: serde_json::Map<String, serde_json::Value>) -> Self {
         self.meta = Some(Arc::new(members));
+        self
+    }
+    /// Stops this call's timeout while `pause` is held: a gateway holds it while the server
+    /// waits for a person to answer the server's own question, so the timeout bounds the
+    /// server's silence and not the person's. When the hold ends, the timeout starts again,
+    /// whole.
+    pub fn with_timeout_pause(mut self, pause: crate::rpc::TimeoutPause) -> Self {
+        self.timeout_pause = Some(pause);
         self
     }
     /// Calls `f` when the server answers this tool call with a task (the

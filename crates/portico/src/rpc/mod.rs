@@ -12,6 +12,7 @@ mod dispatch;
 pub(crate) mod envelope;
 #[cfg(feature = "http-server")]
 pub(crate) mod link;
+mod pause;
 mod peer;
 mod slots;
 
@@ -25,6 +26,7 @@ use serde_json::value::RawValue;
 pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 pub(crate) use envelope::ResultBytes;
+pub use pause::{PauseGuard, TimeoutPause};
 pub(crate) use peer::{Peer, ProgressSink, RequestOptions};
 
 /// Limits of one connection.

@@ -35,6 +35,8 @@ pub(crate) struct RequestOptions {
     pub cancel: Option<CancellationToken>,
     /// The id to use (from [`Peer::next_id`]); a fresh one when `None`.
     pub id: Option<RequestId>,
+    /// While held, the timeout does not run (see [`TimeoutPause`](super::TimeoutPause)).
+    pub pause: Option<super::TimeoutPause>,
 }
 
 impl Default for RequestOptions {
@@ -46,6 +48,7 @@ impl Default for RequestOptions {
             progress: None,
             cancel: None,
             id: None,
+            pause: None,
         }
     }
 }
@@ -254,10 +257,15 @@ impl Peer {
         let hard = options.max_total.map(|m| start + m);
         let mut deadline = start + options.timeout;
         let outside = options.cancel.unwrap_or_default();
+        let pause = options.pause;
         loop {
+            // Made before reading whether it is held, so a change in between is not missed.
+            let changed = pause.as_ref().map(super::TimeoutPause::changed);
+            let held = pause.as_ref().is_some_and(super::TimeoutPause::is_held);
             let effective = match hard {
-                Some(h) if h < deadline => h,
-                _ => deadline,
+                Some(h) if h < deadline || held => Some(h),
+                _ if held => None,
+                _ => Some(deadline),
             };
             let progressed = async {
                 match &progress_seen {
@@ -277,7 +285,22 @@ impl Peer {
                 _ = progressed, if options.reset_on_progress => {
                     deadline = Instant::now() + options.timeout;
                 }
-                _ = tokio::time::sleep_until(effective) => {
+                () = async {
+                    match changed {
+                        Some(n) => n.await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if held && !pause.as_ref().is_some_and(super::TimeoutPause::is_held) {
+                        deadline = Instant::now() + options.timeout;
+                    }
+                }
+                () = async {
+                    match effective {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
                     // Dropping the guard forgets the request and tells the peer.
                     drop(guard);
                     return Err(Error::new(ErrorKind::Timeout, format!("{method} timed out")));
