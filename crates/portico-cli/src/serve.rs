@@ -115,7 +115,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             // On the signal, the server goes on answering while the calls in flight drain.
             let drained = async {
                 stopping().await;
-                let d = host.drain(grace).await;
+                let d = gateway.drain(grace).await;
                 // Their answers are written by the server's own tasks: a moment to flush them.
                 tokio::time::sleep(FLUSH).await;
                 d
@@ -150,11 +150,11 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
             // On the signal, no new connection is taken, and the server finishes the requests in
             // progress once the calls in flight have drained.
             let drain = {
-                let host = host.clone();
+                let gateway = gateway.clone();
                 let stop = stopping();
                 tokio::spawn(async move {
                     stop.await;
-                    report(host.drain(grace).await);
+                    report(gateway.drain(grace).await);
                 })
             };
             let served = endpoint

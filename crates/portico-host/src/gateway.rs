@@ -138,6 +138,17 @@ impl Gateway {
         self.server.capabilities()
     }
 
+    /// Stops taking calls and lets those in flight finish within `grace` ([`Host::drain`]).
+    /// Calls kept waiting for a 2026-07-28 client's retry with an answer end at once: the
+    /// retry would be refused now, so they could not finish.
+    pub async fn drain(&self, grace: std::time::Duration) -> crate::Drained {
+        let ended = self.server.end_kept_handlers();
+        if ended > 0 {
+            tracing::info!(ended, "stopping: ended the calls waiting for a client's answer");
+        }
+        self.host.drain(grace).await
+    }
+
     /// Serves one client on this process's stdin and stdout until it disconnects.
     ///
     /// # Errors

@@ -197,3 +197,58 @@ async fn a_person_answering_slower_than_the_servers_timeout_does_not_time_the_ca
     host.shutdown().await;
     up.abort();
 }
+
+/// A client that never answers: the call stays kept, waiting for a retry that never comes.
+struct Silent;
+
+impl ClientHandler for Silent {
+    fn elicit(&self, _: ElicitRequestParams) -> BoxFuture<'_, Result<ElicitResult, ErrorObject>> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// Stopping does not wait out the grace period for calls kept for a retry: the retry would
+/// be refused while stopping, so they end at once, and the upstream's call with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_ends_the_calls_kept_for_a_retry_at_once() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (addr, up) = common::serve_http(upstream(runs.clone())).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = format!(
+        "[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n"
+    );
+    let host = Host::start(common::config_in(dir.path(), &cfg));
+    host.ready(Duration::from_secs(20)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    let (end, server_end) = portico::transport::memory::pair();
+    gateway.server().connect(server_end);
+    let client = Client::builder(Implementation::new("agent", "1"))
+        .capabilities(ClientCapabilities::new().with_elicitation(true, false))
+        .handler(Silent)
+        .era(EraMode::Stateless)
+        .connect(end)
+        .await
+        .expect("connect");
+    let call = {
+        let c = client.clone();
+        tokio::spawn(async move { c.call_tool("shop__order", json!({})).await })
+    };
+    let kept = common::eventually(Duration::from_secs(10), || {
+        (runs.load(Ordering::SeqCst) == 1 && host.activity().list().len() == 1).then_some(())
+    })
+    .await;
+    assert!(kept.is_some(), "the call reached the upstream and waits");
+    // Give the gateway's input-required answer time to go out, so the call is kept.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let started = tokio::time::Instant::now();
+    let drained = gateway.drain(Duration::from_secs(10)).await;
+    assert!(started.elapsed() < Duration::from_secs(3), "not the grace period: {:?}", started.elapsed());
+    assert_eq!(drained.cancelled, 0, "{drained:?}");
+    assert!(host.activity().list().is_empty());
+    call.abort();
+    host.shutdown().await;
+    up.abort();
+}

@@ -302,3 +302,20 @@ async fn a_resumed_handler_reports_to_the_retry() {
     assert_eq!(r["result"]["content"][0]["text"], "ok", "{r}");
     assert!(seen.is_empty(), "{seen:?}");
 }
+
+/// `Server::end_kept_handlers` (a server that stops) cancels and drops every kept handler; a
+/// later retry runs the handler again.
+#[tokio::test]
+async fn a_stopping_server_ends_its_kept_handlers() {
+    let counts = Arc::new(Counts::default());
+    let server = server(counts.clone(), Some(Duration::from_secs(30)));
+    let mut raw = Raw::with(server.clone());
+    let first = raw.call("tools/call", params("once")).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(counts.dropped.load(Ordering::SeqCst), 0);
+    assert_eq!(server.end_kept_handlers(), 1);
+    assert_eq!(counts.dropped.load(Ordering::SeqCst), 1, "dropped at once");
+    assert_eq!(server.end_kept_handlers(), 0);
+    let r = raw.call("tools/call", retry(params("once"), json!({"q": accept("late")}), &first)).await;
+    assert_eq!(r["result"]["content"][0]["text"], "run 2: late", "{r}");
+}

@@ -256,6 +256,17 @@ impl Parking {
         }
     }
 
+    /// Ends every kept handler, as when their time runs out; how many there were.
+    pub(crate) fn end_all(&self) -> usize {
+        let all: Vec<Parked> = lock(&self.kept).drain().map(|(_, p)| p).collect();
+        for p in &all {
+            p.timer.abort();
+            p.token.cancel();
+            p.state.close();
+        }
+        all.len()
+    }
+
     /// The handler kept under `id`, if `who` made it; another caller's retry leaves it kept.
     fn take(&self, id: u64, who: Option<&str>) -> Option<Parked> {
         let p = {

@@ -425,6 +425,14 @@ impl Server {
         self.remove_with(|r| r.prompts.remove(name).is_some(), |s| s.emit(Event::PromptsChanged))
     }
 
+    /// Ends every handler kept waiting for a 2026-07-28 retry
+    /// ([`ServerBuilder::keep_handlers_across_input`]): each is cancelled and dropped, as when
+    /// its time runs out, and a later retry runs it again. A server that is stopping calls it:
+    /// the retries those handlers wait for will not be served. Returns how many there were.
+    pub fn end_kept_handlers(&self) -> usize {
+        self.inner.config.parking.as_ref().map_or(0, |p| p.end_all())
+    }
+
     /// Tells subscribed clients that the resource `uri` changed.
     pub fn notify_resource_updated(&self, uri: &str) {
         self.emit(Event::ResourceUpdated(uri.into()));
