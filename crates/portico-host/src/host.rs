@@ -18,6 +18,7 @@ use crate::router::{Method, Oversight, Unsupervised};
 use crate::upstream::{State, Upstream, UpstreamError, UpstreamStatus};
 
 mod calls;
+mod unended;
 
 /// How long changes from upstreams are gathered before the registry is rebuilt once.
 const COALESCE: Duration = Duration::from_millis(25);

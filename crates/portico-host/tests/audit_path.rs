@@ -120,3 +120,64 @@ async fn a_record_names_the_transport_the_call_came_over() {
     host.shutdown().await;
     served.abort();
 }
+
+/// A call its client cancels (`notifications/cancelled`; the SDK drops the gateway's handler)
+/// is still recorded, as cancelled, with its decision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_its_client_cancels_is_recorded_as_cancelled() {
+    use portico::client::{CallOptions, Client, EraMode};
+    use portico::schema::{Implementation, ProtocolVersion};
+    use portico_host::gateway::Gateway;
+    use tokio_util::sync::CancellationToken;
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = "[[policy.rules]]\ndecision = \"allow\"\n";
+    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    for (n, era) in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless].into_iter().enumerate() {
+        let (a, b) = portico::transport::memory::pair();
+        gateway.server().connect(b);
+        let client = Client::builder(Implementation::new("c", "1")).era(era).connect(a).await.expect("connect");
+        let cancel = CancellationToken::new();
+        let call = {
+            let (client, cancel) = (client.clone(), cancel.clone());
+            let ms = 60_000 + n;
+            tokio::spawn(async move {
+                client.call_tool_with("ev__sleep", json!({"ms": ms}), CallOptions::new().with_cancel(cancel)).await
+            })
+        };
+        let running =
+            common::eventually(Duration::from_secs(10), || (!host.activity().list().is_empty()).then_some(())).await;
+        assert!(running.is_some(), "{era:?}: the call runs");
+        cancel.cancel();
+        let ended = tokio::time::timeout(Duration::from_secs(10), call).await.expect("ends").expect("join");
+        assert!(ended.is_err(), "{era:?}: {ended:?}");
+        let gone =
+            common::eventually(Duration::from_secs(10), || host.activity().list().is_empty().then_some(())).await;
+        assert!(gone.is_some(), "{era:?}: the call left");
+        client.close().await;
+    }
+    // The record of a dropped call is written after it ends: wait for both, within bounds.
+    let log = supervisor.audit().expect("log");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let records = loop {
+        log.flush().await.expect("flush");
+        let records = log.query(&Filter::new()).await.expect("query");
+        if records.len() >= 2 || tokio::time::Instant::now() > deadline {
+            break records;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let sleeps: Vec<_> = records.iter().filter(|r| r.target.as_deref() == Some("ev__sleep")).collect();
+    assert_eq!(sleeps.len(), 2, "one record per cancelled call: {records:?}");
+    for r in sleeps {
+        assert_eq!(r.status, "cancelled", "{r:?}");
+        assert_eq!(r.decision.as_deref(), Some("allow"), "{r:?}");
+    }
+    host.shutdown().await;
+}

@@ -65,13 +65,22 @@ async fn a_task_of_the_upstream_is_a_task_of_the_gateway() {
     assert_eq!(common::text(&r), "worked (task: false)");
     assert!(made.lock().expect("lock").is_empty());
 
-    // One record per finished call, with the task's final result.
+    // One record per call, with the task's final result; the cancelled one as cancelled (it
+    // is written once the cancelled call's future is gone, so wait for it within bounds).
     let log = supervisor.audit().expect("log");
-    log.flush().await.expect("flush");
-    let records = log.query(&Filter::new()).await.expect("query");
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let records = loop {
+        log.flush().await.expect("flush");
+        let records = log.query(&Filter::new()).await.expect("query");
+        if records.iter().filter(|r| r.method == "tools/call").count() >= 4 || tokio::time::Instant::now() > deadline {
+            break records;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     let calls: Vec<Value> = records.iter().filter(|r| r.method == "tools/call").map(|r| r.json()).collect();
     let with = |text: &str| calls.iter().filter(|c| c.to_string().contains(text)).count();
-    assert_eq!(calls.len(), 3, "{calls:#?}");
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    assert_eq!(calls.iter().filter(|c| c["status"] == "cancelled").count(), 1, "{calls:#?}");
     assert_eq!(with("worked (task: true)"), 1, "{calls:#?}");
     assert_eq!(with("Hello, Ada! (task: true)"), 1, "{calls:#?}");
     assert_eq!(with("worked (task: false)"), 1, "{calls:#?}");

@@ -13,6 +13,7 @@ use portico::server::RequestContext;
 use serde_json::Value;
 use tracing::Instrument;
 
+use super::unended::Unended;
 use super::{Host, HostError, principal, tool_error};
 use crate::registry::Origin;
 use crate::router::{Answer, Call, Method, Outcome, Review, Verdict};
@@ -54,19 +55,26 @@ impl Host {
             return Ok(tool_error(reason).into());
         }
         let tracked = self.inner.activity.begin(&call);
+        // Dropped before the record below (the client cancelled, or went away), it records.
+        let unended = Unended::new(self, &call);
         // The large steps are boxed: their futures (policy and approval, the upstream call, the
         // activity log) would otherwise be laid out inside this one, which the gateway's
         // handler moves (copies) whole at each poll boundary it crosses.
-        let verdict = match tracked.unless_cancelled(Box::pin(self.inner.oversight.before(&call))).await {
-            Some(verdict) => verdict,
-            None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
-        };
+        let verdict =
+            unended.decided(match tracked.unless_cancelled(Box::pin(self.inner.oversight.before(&call))).await {
+                Some(verdict) => verdict,
+                None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
+            });
         if let Some(reason) = &verdict.refusal {
-            self.after(&call, &verdict, &Outcome::Refused(reason)).await;
+            unended.ended();
+            self.after(&call, verdict, &Outcome::Refused(reason)).await;
             return Ok(tool_error(format!("refused: {reason}")).into());
         }
         let Some(up) = self.upstream(&origin.server) else {
-            return Ok(tool_error(format!("server `{}` is not configured any more", origin.server)).into());
+            let reason = format!("server `{}` is not configured any more", origin.server);
+            unended.ended();
+            self.after(&call, verdict, &Outcome::Failed(&reason)).await;
+            return Ok(tool_error(reason).into());
         };
         tracked.running();
         let sent = std::time::Instant::now();
@@ -94,16 +102,18 @@ impl Host {
                 };
                 if verdict.review_result
                     && let Review::Withhold(why) =
-                        Box::pin(self.inner.oversight.review(&call, &verdict, Answer::Tool(result.result()))).await
+                        Box::pin(self.inner.oversight.review(&call, verdict, Answer::Tool(result.result()))).await
                 {
                     result = tool_error(format!("the result was withheld by the person reviewing it: {why}")).into();
                 }
-                self.after(&call, &verdict, &Outcome::Answered(Answer::Tool(result.result()))).await;
+                unended.ended();
+                self.after(&call, verdict, &Outcome::Answered(Answer::Tool(result.result()))).await;
                 Ok(result)
             }
             Err(e) => {
                 let text = e.to_string();
-                self.after(&call, &verdict, &Outcome::Failed(&text)).await;
+                unended.ended();
+                self.after(&call, verdict, &Outcome::Failed(&text)).await;
                 match e {
                     refused @ UpstreamError::Refused { .. } => Err(HostError::Upstream(refused)),
                     other => Ok(tool_error(other.to_string()).into()),
@@ -150,17 +160,21 @@ impl Host {
             request: cx,
             started: std::time::SystemTime::now(),
         };
-        let verdict = self.pass(&call).await?;
-        let up = self
-            .upstream(&origin.server)
-            .ok_or_else(|| HostError::NotFound { what: "resource", name: uri.to_owned() })?;
+        let unended = Unended::new(self, &call);
+        let verdict = self.pass(&call, &unended).await?;
+        let Some(up) = self.upstream(&origin.server) else {
+            unended.ended();
+            let reason = format!("server `{}` is not configured any more", origin.server);
+            self.after(&call, verdict, &Outcome::Failed(&reason)).await;
+            return Err(HostError::NotFound { what: "resource", name: uri.to_owned() });
+        };
         let sent = std::time::Instant::now();
         let mut result = up.read_resource(&origin.name, cx).await;
         self.measured(&call, sent, &result);
         if let Ok(r) = &mut result {
             crate::checks::expose_contents(&registry, &origin.server, &mut r.contents);
         }
-        self.finish(&call, &verdict, result.as_ref().map(Answer::Resource)).await?;
+        self.finish(&call, verdict, result.as_ref().map(Answer::Resource), &unended).await?;
         Ok(result?)
     }
 
@@ -198,10 +212,14 @@ impl Host {
             request: cx,
             started: std::time::SystemTime::now(),
         };
-        let verdict = self.pass(&call).await?;
-        let up = self
-            .upstream(&entry.origin.server)
-            .ok_or_else(|| HostError::NotFound { what: "prompt", name: name.to_owned() })?;
+        let unended = Unended::new(self, &call);
+        let verdict = self.pass(&call, &unended).await?;
+        let Some(up) = self.upstream(&entry.origin.server) else {
+            unended.ended();
+            let reason = format!("server `{}` is not configured any more", entry.origin.server);
+            self.after(&call, verdict, &Outcome::Failed(&reason)).await;
+            return Err(HostError::NotFound { what: "prompt", name: name.to_owned() });
+        };
         let sent = std::time::Instant::now();
         let mut result = up.get_prompt(&entry.origin.name, arguments, cx).await;
         self.measured(&call, sent, &result);
@@ -210,7 +228,7 @@ impl Host {
                 crate::checks::expose_blocks(&registry, &entry.origin.server, std::slice::from_mut(&mut m.content));
             }
         }
-        self.finish(&call, &verdict, result.as_ref().map(Answer::Prompt)).await?;
+        self.finish(&call, verdict, result.as_ref().map(Answer::Prompt), &unended).await?;
         Ok(result?)
     }
 
@@ -274,12 +292,14 @@ impl Host {
         self.inner.metrics.upstream(call.method, &call.origin.server, sent.elapsed(), error);
     }
 
-    pub(crate) async fn pass(&self, call: &Call<'_>) -> Result<Verdict, HostError> {
-        let verdict = self.inner.oversight.before(call).await;
+    /// Policy and approval for a read or a prompt; a refusal is recorded.
+    pub(crate) async fn pass<'u>(&self, call: &Call<'_>, unended: &'u Unended<'_>) -> Result<&'u Verdict, HostError> {
+        let verdict = unended.decided(self.inner.oversight.before(call).await);
         match &verdict.refusal {
             None => Ok(verdict),
             Some(reason) => {
-                self.after(call, &verdict, &Outcome::Refused(reason)).await;
+                unended.ended();
+                self.after(call, verdict, &Outcome::Refused(reason)).await;
                 Err(HostError::Refused(reason.clone()))
             }
         }
@@ -292,6 +312,7 @@ impl Host {
         call: &Call<'_>,
         verdict: &Verdict,
         result: Result<Answer<'_>, &UpstreamError>,
+        unended: &Unended<'_>,
     ) -> Result<(), HostError> {
         match result {
             Ok(answer) => {
@@ -299,13 +320,16 @@ impl Host {
                     && let Review::Withhold(why) = self.inner.oversight.review(call, verdict, answer).await
                 {
                     let reason = format!("the result was withheld by the person reviewing it: {why}");
+                    unended.ended();
                     self.after(call, verdict, &Outcome::Refused(&reason)).await;
                     return Err(HostError::Refused(reason));
                 }
+                unended.ended();
                 self.after(call, verdict, &Outcome::Answered(answer)).await;
                 Ok(())
             }
             Err(e) => {
+                unended.ended();
                 self.after(call, verdict, &Outcome::Failed(&e.to_string())).await;
                 Ok(())
             }

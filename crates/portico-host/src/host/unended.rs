@@ -1,0 +1,113 @@
+//! A call whose future is dropped before it reaches `Host::after` still gets its record.
+//!
+//! The SDK drops a handler's future when its client cancels the request or goes away, and the
+//! gateway drops the calls it kept for a 2026-07-28 retry when no retry comes or it stops.
+//! Nothing after the await the call was in then runs, so [`Unended`] records it from its
+//! `Drop`, as cancelled, in a task of its own.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use portico::schema::Tool;
+use portico::server::RequestContext;
+use serde_json::Value;
+
+use super::Host;
+use crate::registry::Origin;
+use crate::router::{Call, Method, Outcome, Verdict};
+
+/// Guards one call on the call path from the moment it is in flight: dropped before
+/// [`ended`](Self::ended), it records the call as cancelled, with its verdict once decided.
+pub(crate) struct Unended<'a> {
+    host: &'a Host,
+    call: &'a Call<'a>,
+    verdict: OnceLock<Verdict>,
+    armed: AtomicBool,
+}
+
+impl<'a> Unended<'a> {
+    pub(crate) fn new(host: &'a Host, call: &'a Call<'a>) -> Self {
+        Unended { host, call, verdict: OnceLock::new(), armed: AtomicBool::new(true) }
+    }
+
+    /// Keeps the verdict for the record, and lends it back.
+    pub(crate) fn decided(&self, verdict: Verdict) -> &Verdict {
+        self.verdict.get_or_init(|| verdict)
+    }
+
+    /// The call is about to be recorded by `Host::after`: nothing to do on drop.
+    pub(crate) fn ended(&self) {
+        self.armed.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Unended<'_> {
+    fn drop(&mut self) {
+        if !self.armed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::error!(
+                target: "portico::audit",
+                server = %self.call.origin.server,
+                target_name = %self.call.exposed,
+                "a call ended outside a runtime, so its record could not be written"
+            );
+            return;
+        };
+        let owned = Owned::of(self.call);
+        let verdict = self.verdict.take();
+        let host = self.host.clone();
+        runtime.spawn(async move {
+            let call = owned.call();
+            let why = format!(
+                "the call was cancelled before it ended: its client cancelled it or went away (server `{}`)",
+                call.origin.server
+            );
+            match verdict {
+                Some(v) => host.after(&call, &v, &Outcome::Failed(&why)).await,
+                None => host.after(&call, &Verdict::deny(why.clone()), &Outcome::Refused(&why)).await,
+            }
+        });
+    }
+}
+
+/// A [`Call`]'s data, owned, for the task that records it.
+struct Owned {
+    method: Method,
+    exposed: String,
+    origin: Origin,
+    tool: Option<Tool>,
+    arguments: Value,
+    principal: String,
+    request: Option<RequestContext>,
+    started: std::time::SystemTime,
+}
+
+impl Owned {
+    fn of(call: &Call<'_>) -> Owned {
+        Owned {
+            method: call.method,
+            exposed: call.exposed.to_owned(),
+            origin: call.origin.clone(),
+            tool: call.tool.cloned(),
+            arguments: call.arguments.clone(),
+            principal: call.principal.to_owned(),
+            request: call.request.cloned(),
+            started: call.started,
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            method: self.method,
+            exposed: &self.exposed,
+            origin: &self.origin,
+            tool: self.tool.as_ref(),
+            arguments: &self.arguments,
+            principal: &self.principal,
+            request: self.request.as_ref(),
+            started: self.started,
+        }
+    }
+}
