@@ -79,17 +79,9 @@ async fn a_record_names_the_transport_the_call_came_over() {
     use portico::client::Client;
     use portico::schema::Implementation;
     use portico::transport::http::client::HttpClientTransport;
-    use portico_host::gateway::Gateway;
 
     let dir = tempfile::tempdir().expect("tmp");
-    let policy = "[[policy.rules]]\ndecision = \"allow\"\n";
-    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
-    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
-    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
-    let host = Host::with_oversight(config, supervisor.clone());
-    host.ready(Duration::from_secs(60)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let (supervisor, host, gateway) = allowing_gateway(dir.path()).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
     let endpoint = gateway.http().build();
@@ -127,18 +119,10 @@ async fn a_record_names_the_transport_the_call_came_over() {
 async fn a_call_its_client_cancels_is_recorded_as_cancelled() {
     use portico::client::{CallOptions, Client, EraMode};
     use portico::schema::{Implementation, ProtocolVersion};
-    use portico_host::gateway::Gateway;
     use tokio_util::sync::CancellationToken;
 
     let dir = tempfile::tempdir().expect("tmp");
-    let policy = "[[policy.rules]]\ndecision = \"allow\"\n";
-    let config = common::config_in(dir.path(), &format!("{policy}{}", common::everything("ev", "")));
-    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
-    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
-    let host = Host::with_oversight(config, supervisor.clone());
-    host.ready(Duration::from_secs(60)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let (supervisor, host, gateway) = allowing_gateway(dir.path()).await;
     for (n, era) in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless].into_iter().enumerate() {
         let (a, b) = portico::transport::memory::pair();
         gateway.server().connect(b);
@@ -180,4 +164,17 @@ async fn a_call_its_client_cancels_is_recorded_as_cancelled() {
         assert_eq!(r.decision.as_deref(), Some("allow"), "{r:?}");
     }
     host.shutdown().await;
+}
+
+/// A gateway over the `everything` example as `ev`, every call allowed, its log on.
+async fn allowing_gateway(dir: &std::path::Path) -> (Arc<Supervisor>, Host, portico_host::gateway::Gateway) {
+    let policy = "[[policy.rules]]\ndecision = \"allow\"\n";
+    let config = common::config_in(dir, &format!("{policy}{}", common::everything("ev", "")));
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let gateway = portico_host::gateway::Gateway::new(host.clone());
+    gateway.synced(Duration::from_secs(5)).await;
+    (supervisor, host, gateway)
 }
