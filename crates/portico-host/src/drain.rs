@@ -47,6 +47,7 @@ impl Host {
             tokio::time::sleep(POLL).await;
         }
         let stuck = activity.list().len();
+        self.late_records_written().await;
         if cancelled > 0 {
             tracing::warn!(cancelled, stuck, "stopping: cancelled the calls still in flight after {grace:?}");
         }

@@ -78,6 +78,8 @@ struct Inner {
     stop: tokio_util::sync::CancellationToken,
     /// The calls in progress, the tools switched off by a person, the downstream sessions.
     activity: crate::activity::Activity,
+    /// Records of calls dropped before they ended, on their way.
+    late: Arc<unended::LateRecords>,
     switches: crate::switches::Switches,
     clients: crate::clients::Clients,
     /// Watchers per exposed resource URI, and the updates of watched ones (exposed URIs).
@@ -123,6 +125,7 @@ impl Host {
             metrics: crate::metrics::Metrics::default(),
             stop: tokio_util::sync::CancellationToken::new(),
             activity: crate::activity::Activity::new(),
+            late: Arc::default(),
             switches: crate::switches::Switches::stored_in(&config.gateway.state_dir),
             clients: crate::clients::Clients::default(),
             watching: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -425,12 +428,21 @@ impl Host {
 
     /// Stops every upstream and waits for their processes to end.
     pub async fn shutdown(&self) {
+        self.late_records_written().await;
         self.inner.stop.cancel();
         let ups: Vec<Upstream> = read(&self.inner.upstreams).values().cloned().collect();
         for up in &ups {
             up.stop();
         }
         futures_util::future::join_all(ups.iter().map(Upstream::stopped)).await;
+    }
+
+    /// Waits (at most 5 s) for the records of calls dropped before they ended; says so when
+    /// some are still not written.
+    pub(crate) async fn late_records_written(&self) {
+        if !self.inner.late.written(std::time::Duration::from_secs(5)).await {
+            tracing::error!(target: "portico::audit", "stopping before the records of some cancelled calls were written");
+        }
     }
 
     /// The exposed tools left out of `principal`'s `tools/list` beyond what every client is

@@ -20,6 +20,7 @@ use portico::schema::{
 use portico::server::{RequestContext, Server};
 use portico_host::Host;
 use portico_host::approvals::{Answer, Choice, Event, Kind};
+use portico_host::audit::{AuditLog, Filter, RawAudit};
 use portico_host::gateway::Gateway;
 use portico_host::oversight::Supervisor;
 use serde_json::{Value, json};
@@ -218,7 +219,10 @@ async fn stopping_ends_the_calls_kept_for_a_retry_at_once() {
         "[policy.defaults]\ntools = \"allow\"\n\n\
          [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n"
     );
-    let host = Host::start(common::config_in(dir.path(), &cfg));
+    let config = common::config_in(dir.path(), &cfg);
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
     host.ready(Duration::from_secs(20)).await;
     let gateway = Gateway::new(host.clone());
     gateway.synced(Duration::from_secs(5)).await;
@@ -248,6 +252,13 @@ async fn stopping_ends_the_calls_kept_for_a_retry_at_once() {
     assert!(started.elapsed() < Duration::from_secs(3), "not the grace period: {:?}", started.elapsed());
     assert_eq!(drained.cancelled, 0, "{drained:?}");
     assert!(host.activity().list().is_empty());
+    // Its record is written by the time the drain returns: cancelled, as allowed by policy.
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let records = log.query(&Filter::new()).await.expect("query");
+    let orders: Vec<_> = records.iter().filter(|r| r.target.as_deref() == Some("shop__order")).collect();
+    assert_eq!(orders.len(), 1, "{records:?}");
+    assert_eq!(orders[0].status, "cancelled", "{:?}", orders[0]);
     call.abort();
     host.shutdown().await;
     up.abort();

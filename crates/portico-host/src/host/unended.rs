@@ -58,7 +58,10 @@ impl Drop for Unended<'_> {
         let owned = Owned::of(self.call);
         let verdict = self.verdict.take();
         let host = self.host.clone();
+        // Stopping waits for it (`Host::late_records_written`).
+        let pending = Pending::new(&host.inner.late);
         runtime.spawn(async move {
+            let _pending = pending;
             let call = owned.call();
             let why = format!(
                 "the call was cancelled before it ended: its client cancelled it or went away (server `{}`)",
@@ -69,6 +72,46 @@ impl Drop for Unended<'_> {
                 None => host.after(&call, &Verdict::deny(why.clone()), &Outcome::Refused(&why)).await,
             }
         });
+    }
+}
+
+/// Records written late, after their call was dropped: stopping waits for them.
+#[derive(Default)]
+pub(crate) struct LateRecords {
+    pending: std::sync::atomic::AtomicUsize,
+    written: tokio::sync::Notify,
+}
+
+impl LateRecords {
+    /// Waits until none is pending, at most `within`; whether none is.
+    pub(crate) async fn written(&self, within: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let written = self.written.notified();
+            if self.pending.load(Ordering::SeqCst) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, written).await.is_err() {
+                return self.pending.load(Ordering::SeqCst) == 0;
+            }
+        }
+    }
+}
+
+/// One late record on its way.
+struct Pending(std::sync::Arc<LateRecords>);
+
+impl Pending {
+    fn new(late: &std::sync::Arc<LateRecords>) -> Pending {
+        late.pending.fetch_add(1, Ordering::SeqCst);
+        Pending(late.clone())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.pending.fetch_sub(1, Ordering::SeqCst);
+        self.0.written.notify_waiters();
     }
 }
 
