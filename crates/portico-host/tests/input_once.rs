@@ -78,23 +78,62 @@ impl ClientHandler for Person {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_handshake_era_upstreams_question_is_answered_by_a_retry_and_its_tool_runs_once() {
+/// What a gateway over the shop is watched by.
+enum Watch {
+    Nothing,
+    /// Approvals on the admin API's channel (the test answers them).
+    Approvals,
+    /// The activity log.
+    Log,
+}
+
+/// The shop on loopback, and a gateway over it that speaks 2025-11-25 to it and allows tool
+/// calls; `extra` goes into the server's table.
+struct Shop {
+    runs: Arc<AtomicUsize>,
+    up: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+    host: Host,
+    gateway: Gateway,
+    supervisor: Option<Arc<Supervisor>>,
+}
+
+async fn shop(watch: Watch, extra: &str) -> Shop {
     let runs = Arc::new(AtomicUsize::new(0));
     let (addr, up) = common::serve_http(upstream(runs.clone())).await;
     let dir = tempfile::tempdir().expect("tmp");
-    // Tool calls are allowed; the sampling request is put to the person (the default).
+    let head = if matches!(watch, Watch::Approvals) { "[approvals]\nchannels = [\"http\"]\n\n" } else { "" };
     let cfg = format!(
-        "[approvals]\nchannels = [\"http\"]\n\n[policy.defaults]\ntools = \"allow\"\n\n\
-         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n"
+        "{head}[policy.defaults]\ntools = \"allow\"\n\n\
+         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n{extra}"
     );
     let config = common::config_in(dir.path(), &cfg);
-    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor"));
-    supervisor.attach_http(true);
-    let host = Host::with_oversight(config, supervisor.clone());
+    let supervisor = match watch {
+        Watch::Nothing => None,
+        Watch::Approvals => {
+            let s = Arc::new(Supervisor::new(&config).expect("supervisor"));
+            s.attach_http(true);
+            Some(s)
+        }
+        Watch::Log => {
+            let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+            Some(Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log)))
+        }
+    };
+    let host = match &supervisor {
+        Some(s) => Host::with_oversight(config, s.clone()),
+        None => Host::start(config),
+    };
     host.ready(Duration::from_secs(20)).await;
     let gateway = Gateway::new(host.clone());
     gateway.synced(Duration::from_secs(5)).await;
+    Shop { runs, up, _dir: dir, host, gateway, supervisor }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_era_upstreams_question_is_answered_by_a_retry_and_its_tool_runs_once() {
+    let Shop { runs, up, _dir, host, gateway, supervisor } = shop(Watch::Approvals, "").await;
+    let supervisor = supervisor.expect("supervised");
 
     let person = Person::default();
     let (end, server_end) = portico::transport::memory::pair();
@@ -166,17 +205,7 @@ impl ClientHandler for Slow {
 /// for the answer to its own question, the call's timeout does not run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_answering_slower_than_the_servers_timeout_does_not_time_the_call_out() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let (addr, up) = common::serve_http(upstream(runs.clone())).await;
-    let dir = tempfile::tempdir().expect("tmp");
-    let cfg = format!(
-        "[policy.defaults]\ntools = \"allow\"\n\n\
-         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\ntimeout = 1\n"
-    );
-    let host = Host::start(common::config_in(dir.path(), &cfg));
-    host.ready(Duration::from_secs(20)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let Shop { runs, up, _dir, host, gateway, .. } = shop(Watch::Nothing, "timeout = 1\n").await;
     for era in [EraMode::Handshake(portico::schema::ProtocolVersion::V2025_11_25), EraMode::Stateless] {
         let (end, server_end) = portico::transport::memory::pair();
         gateway.server().connect(server_end);
@@ -212,20 +241,8 @@ impl ClientHandler for Silent {
 /// be refused while stopping, so they end at once, and the upstream's call with them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stopping_ends_the_calls_kept_for_a_retry_at_once() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let (addr, up) = common::serve_http(upstream(runs.clone())).await;
-    let dir = tempfile::tempdir().expect("tmp");
-    let cfg = format!(
-        "[policy.defaults]\ntools = \"allow\"\n\n\
-         [servers.shop]\nurl = \"http://{addr}/mcp\"\nprotocol_version = \"2025-11-25\"\n"
-    );
-    let config = common::config_in(dir.path(), &cfg);
-    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
-    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
-    let host = Host::with_oversight(config, supervisor.clone());
-    host.ready(Duration::from_secs(20)).await;
-    let gateway = Gateway::new(host.clone());
-    gateway.synced(Duration::from_secs(5)).await;
+    let Shop { runs, up, _dir, host, gateway, supervisor } = shop(Watch::Log, "").await;
+    let supervisor = supervisor.expect("supervised");
     let (end, server_end) = portico::transport::memory::pair();
     gateway.server().connect(server_end);
     let client = Client::builder(Implementation::new("agent", "1"))
@@ -261,5 +278,39 @@ async fn stopping_ends_the_calls_kept_for_a_retry_at_once() {
     assert_eq!(orders[0].status, "cancelled", "{:?}", orders[0]);
     call.abort();
     host.shutdown().await;
+    up.abort();
+}
+
+/// The same over Streamable HTTP: each round is its own POST, so the kept call outlives the
+/// response that asked the question, and the retry's response carries the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_the_retry_resumes_the_kept_call() {
+    use portico::transport::http::client::HttpClientTransport;
+    let Shop { runs, up, _dir, host, gateway, .. } = shop(Watch::Nothing, "").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let endpoint = gateway.http().build();
+    let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
+    let person = Person::default();
+    let client = Client::builder(Implementation::new("agent", "1"))
+        .capabilities(ClientCapabilities::new().with_elicitation(true, false))
+        .handler(person.clone())
+        .era(EraMode::Stateless)
+        .connect(HttpClientTransport::new(url))
+        .await
+        .expect("connect over HTTP");
+    assert!(client.protocol_version().is_stateless());
+    for n in 1..=2 {
+        let r = tokio::time::timeout(Duration::from_secs(20), client.call_tool("shop__order", json!({})))
+            .await
+            .expect("ends")
+            .expect("call");
+        assert_eq!(common::text(&r), format!("order {n} billed to Ada"), "{r:?}");
+    }
+    assert_eq!(runs.load(Ordering::SeqCst), 2, "one upstream run per call");
+    assert_eq!(person.forms.load(Ordering::SeqCst), 2);
+    client.close().await;
+    host.shutdown().await;
+    served.abort();
     up.abort();
 }
