@@ -217,7 +217,7 @@ impl Parking {
         lock(&self.kept).len()
     }
 
-    /// Keeps `fut` until a retry takes it or the time runs out; `None` when full.
+    /// Keeps `fut` until a retry takes it or the time runs out; gives it back when full.
     fn park<T: Send + 'static>(
         self: &Arc<Self>,
         fut: BoxFuture<'static, T>,
