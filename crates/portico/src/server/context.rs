@@ -512,13 +512,7 @@ impl RequestContext {
             if !waiting {
                 return Ok(out);
             }
-            // The era layer ends the round here and answers with an input-required result; the
-            // handler resumes if it is kept and the retry brings answers.
-            state.signal.notify_one();
-            answered.await;
-            if state.closed.load(Ordering::SeqCst) {
-                return Err(ended_unanswered());
-            }
+            end_round(state, answered).await?;
         }
     }
 
@@ -601,13 +595,7 @@ impl RequestContext {
                 } else {
                     crate::sync::lock(&state.needed).insert(key.clone(), ask.clone().into_request().0);
                 }
-                // The era layer ends the round here and answers with an input-required result;
-                // the handler resumes if it is kept and the retry brings answers.
-                state.signal.notify_one();
-                answered.await;
-                if state.closed.load(Ordering::SeqCst) {
-                    return Err(ended_unanswered());
-                }
+                end_round(state, answered).await?;
             }
         }
         if !supported {
@@ -635,6 +623,19 @@ impl RequestContext {
 /// without the client's answer (refused, or not kept for a retry).
 fn ended_unanswered() -> Error {
     Error::local("the request ended before the client answered this input request")
+}
+
+/// Ends this round of a stateless request's input requests (the era layer answers with an
+/// input-required result) and waits for the next: `Ok` when a retry resumed the handler with
+/// answers, an error when the request ended without them. `answered` was made before the
+/// answers were looked up, so none that came meanwhile is missed.
+async fn end_round(state: &InputState, answered: tokio::sync::futures::Notified<'_>) -> Result<(), Error> {
+    state.signal.notify_one();
+    answered.await;
+    if state.closed.load(Ordering::SeqCst) {
+        return Err(ended_unanswered());
+    }
+    Ok(())
 }
 
 /// Waits until the era layer, told that an answer is not one, ends the request; a handler it

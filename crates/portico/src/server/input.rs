@@ -198,6 +198,13 @@ pub(crate) struct Parked {
 }
 
 impl Parked {
+    /// No retry will resume it: its cancellation fires and its waiting input requests end.
+    /// The future itself is dropped with it.
+    fn end(&self) {
+        self.token.cancel();
+        self.state.close();
+    }
+
     /// The kept future, typed again (the sealed binding names the method, so a kept tool call
     /// is only ever resumed by a tool call), its state and its cancellation token.
     pub(crate) fn resume<T: 'static>(self) -> Option<(BoxFuture<'static, T>, Arc<InputState>, CancellationToken)> {
@@ -251,8 +258,7 @@ impl Parking {
     fn expire(&self, id: u64) {
         let gone = lock(&self.kept).remove(&id);
         if let Some(p) = gone {
-            p.token.cancel();
-            p.state.close();
+            p.end();
         }
     }
 
@@ -261,8 +267,7 @@ impl Parking {
         let all: Vec<Parked> = lock(&self.kept).drain().map(|(_, p)| p).collect();
         for p in &all {
             p.timer.abort();
-            p.token.cancel();
-            p.state.close();
+            p.end();
         }
         all.len()
     }
