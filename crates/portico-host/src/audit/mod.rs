@@ -378,6 +378,7 @@ impl AuditLog {
             held: std::collections::VecDeque::new(),
             backoff: Duration::from_millis(50),
             next_retry: None,
+            wrote_now: false,
         };
         writer.start();
         let writer = tokio::spawn(writer.run(rx));

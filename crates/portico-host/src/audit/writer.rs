@@ -126,6 +126,8 @@ pub(crate) struct Writer {
     pub held: VecDeque<StoredRecord>,
     pub backoff: Duration,
     pub next_retry: Option<Instant>,
+    /// The last batch went to the store at once ([`Store::write_now`]).
+    pub wrote_now: bool,
 }
 
 impl Writer {
@@ -163,7 +165,14 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            if let Some(close) = self.handle(msgs).await {
+            let close = self.handle(msgs).await;
+            if std::mem::take(&mut self.wrote_now) {
+                // The batch was committed on this thread, with no wait: let the calls it
+                // answered (and others) run before the next, so records gather into batches
+                // when calls are many, as they do while a commit waits on the blocking pool.
+                tokio::task::yield_now().await;
+            }
+            if let Some(close) = close {
                 rx.close();
                 let mut rest = Vec::new();
                 while let Ok(m) = rx.try_recv() {
@@ -263,8 +272,18 @@ impl Writer {
     /// Writes records straight to the store; `false` (and the records back) when it failed.
     async fn write(&mut self, records: Vec<StoredRecord>) -> Result<(), Vec<StoredRecord>> {
         let checkpoints = self.checkpoints_for(&records);
-        let records = Arc::new(records);
-        match self.store.write(records.clone(), checkpoints.clone()).await {
+        let (records, written) = match self.store.write_now(&records, &checkpoints) {
+            Some(written) => {
+                self.wrote_now = true;
+                (records, written)
+            }
+            None => {
+                let records = Arc::new(records);
+                let written = self.store.write(records.clone(), checkpoints.clone()).await;
+                (Arc::unwrap_or_clone(records), written)
+            }
+        };
+        match written {
             Ok(()) => {
                 if let Some(last) = records.last() {
                     self.stored_seq = last.seq;
@@ -278,7 +297,7 @@ impl Writer {
             }
             Err(e) => {
                 self.shared.store_down(e.message);
-                Err(Arc::unwrap_or_clone(records))
+                Err(records)
             }
         }
     }

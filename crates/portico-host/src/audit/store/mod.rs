@@ -170,6 +170,13 @@ pub(crate) trait Store: Send + Sync + 'static {
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
+    /// Does what [`Store::write`] does, at once on the calling thread, when that is quick and
+    /// cannot wait (a few records, the connection free, no checkpoint of the WAL due); `None`
+    /// when the records must go through [`Store::write`]. This spares a small batch the trips
+    /// to a blocking thread and back, which cost more than its commit.
+    fn write_now(&self, _records: &[StoredRecord], _checkpoints: &[Checkpoint]) -> Option<Result<(), StoreError>> {
+        None
+    }
     /// The last record's `seq` and hash.
     fn head(&self) -> BoxFuture<'_, Result<Option<Head>, StoreError>>;
     /// Every checkpoint, by `seq`.

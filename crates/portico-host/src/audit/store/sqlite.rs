@@ -1,12 +1,21 @@
 //! The SQLite store: one file (WAL, `synchronous = NORMAL`), one connection for writing and
-//! one for reading, each used on the blocking pool.
+//! one for reading, each used on the blocking pool, except a small batch of records that can be
+//! committed at once ([`Store::write_now`]).
+//!
+//! The WAL is checkpointed by the writing connection on the blocking pool, never inside a
+//! commit made on a runtime thread: the connection's WAL hook only counts the WAL's pages
+//! (which turns SQLite's own checkpoint-on-commit off), and [`Store::write`] checkpoints once
+//! they reach [`CHECKPOINT_PAGES`].
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use rusqlite::{Connection, OpenFlags, OptionalExtension as _, Row, TransactionBehavior, params, params_from_iter};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension as _, Row, TransactionBehavior, params, params_from_iter,
+};
 
 use super::{
     Arg, COLUMNS, Lookup, MIGRATIONS, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
@@ -27,7 +36,21 @@ pub(crate) struct SqliteStore {
     path: PathBuf,
     write: Arc<Mutex<Connection>>,
     read: Arc<Mutex<Connection>>,
+    /// Pages in the WAL after the writing connection's last commit (its WAL hook).
+    wal_pages: Arc<AtomicU32>,
 }
+
+/// How long a connection waits for another's lock on the file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The WAL is checkpointed when it holds this many pages (32 MiB) rather than SQLite's 1000:
+/// an index page written by many transactions in between is copied to the database once.
+const CHECKPOINT_PAGES: u32 = 8192;
+
+/// At most this many records are committed at once on the calling thread ([`Store::write_now`]):
+/// a commit of a few takes tens of microseconds, about what the trips to a blocking thread and
+/// back cost. Larger batches, which come when calls are many, go to the blocking pool.
+const WRITE_NOW_MAX: usize = 4;
 
 fn connect(path: &Path, create: bool) -> Result<Connection, StoreError> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
@@ -36,18 +59,67 @@ fn connect(path: &Path, create: bool) -> Result<Connection, StoreError> {
     }
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::new(format!("cannot open {}: {e}", path.display())))?;
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         tracing::warn!(path = %path.display(), mode, "the audit database is not in WAL mode");
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    // 32 MiB of pages: the indexes by tool and by server take inserts all over. And a
-    // checkpoint of the WAL every 8192 pages (32 MiB) rather than 1000: an index page written
-    // by many transactions in between is copied to the database once.
+    // 32 MiB of pages: the indexes by tool and by server take inserts all over.
     conn.pragma_update(None, "cache_size", -32_768)?;
-    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+    conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)?;
     Ok(conn)
+}
+
+/// The writing connection counts the WAL's pages into `pages` after each commit, in place of
+/// SQLite's checkpoint-on-commit (a connection has one WAL hook).
+fn count_wal_pages(conn: &mut Connection, pages: &Arc<AtomicU32>) -> Result<(), StoreError> {
+    let pages = pages.clone();
+    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, n: std::ffi::c_int| {
+        pages.store(u32::try_from(n).unwrap_or(0), Ordering::Relaxed);
+        Ok(())
+    }))?;
+    Ok(())
+}
+
+/// Inserts records and checkpoints in the transaction open on `c`.
+fn insert(c: &Connection, records: &[StoredRecord], checkpoints: &[Checkpoint]) -> Result<(), StoreError> {
+    let mut st = c.prepare_cached(
+        "INSERT INTO audit_records (seq, id, ts, method, server, tool, principal, decision, status, record, hash)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    for r in records {
+        let c = &r.columns;
+        st.execute(params![
+            seq_i64(r.seq),
+            c.id,
+            c.ts,
+            c.method,
+            c.server,
+            c.tool,
+            c.principal,
+            c.decision,
+            c.status,
+            r.text,
+            &r.hash[..]
+        ])?;
+    }
+    if checkpoints.is_empty() {
+        return Ok(());
+    }
+    let mut st = c.prepare_cached(
+        "INSERT INTO audit_checkpoints (seq, hash, time, prev_signature, signature, public_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for cp in checkpoints {
+        st.execute(params![seq_i64(cp.seq), &cp.hash[..], cp.time, cp.prev_signature, cp.signature, &cp.key[..]])?;
+    }
+    Ok(())
+}
+
+/// Whether `e` is another connection holding the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::DatabaseBusy)
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
@@ -141,11 +213,14 @@ impl SqliteStore {
         }
         let mut write = connect(path, create)?;
         migrate(&mut write)?;
+        let wal_pages = Arc::new(AtomicU32::new(0));
+        count_wal_pages(&mut write, &wal_pages)?;
         let read = connect(path, false)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
             write: Arc::new(Mutex::new(write)),
             read: Arc::new(Mutex::new(read)),
+            wal_pages,
         })
     }
 }
@@ -167,47 +242,48 @@ impl Store for SqliteStore {
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
+        let wal_pages = self.wal_pages.clone();
         blocking(&self.write, move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut st = tx.prepare_cached(
-                    "INSERT INTO audit_records (seq, id, ts, method, server, tool, principal, decision, status, record, hash)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                )?;
-                for r in records.iter() {
-                    let c = &r.columns;
-                    st.execute(params![
-                        seq_i64(r.seq),
-                        c.id,
-                        c.ts,
-                        c.method,
-                        c.server,
-                        c.tool,
-                        c.principal,
-                        c.decision,
-                        c.status,
-                        r.text,
-                        &r.hash[..]
-                    ])?;
-                }
-                let mut st = tx.prepare_cached(
-                    "INSERT INTO audit_checkpoints (seq, hash, time, prev_signature, signature, public_key)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )?;
-                for cp in &checkpoints {
-                    st.execute(params![
-                        seq_i64(cp.seq),
-                        &cp.hash[..],
-                        cp.time,
-                        cp.prev_signature,
-                        cp.signature,
-                        &cp.key[..]
-                    ])?;
+            insert(&tx, &records, &checkpoints)?;
+            tx.commit()?;
+            if wal_pages.load(Ordering::Relaxed) >= CHECKPOINT_PAGES {
+                // PASSIVE: copies what no reader still needs, waits for no one. A failure here
+                // loses nothing (the records are in the WAL); the next write tries again.
+                if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!("activity log: checkpointing the WAL failed: {e}");
                 }
             }
-            tx.commit()?;
             Ok(())
         })
+    }
+
+    fn write_now(&self, records: &[StoredRecord], checkpoints: &[Checkpoint]) -> Option<Result<(), StoreError>> {
+        if records.len() > WRITE_NOW_MAX || self.wal_pages.load(Ordering::Relaxed) >= CHECKPOINT_PAGES {
+            return None;
+        }
+        // In use on the blocking pool (a read of the health check, a prune): that path waits.
+        let c = self.write.try_lock().ok()?;
+        // Another process holding the file's lock is waited for on the blocking pool, never
+        // here: no wait at all for the lock on this thread.
+        c.busy_timeout(Duration::ZERO).ok()?;
+        let begun = c.execute_batch("BEGIN IMMEDIATE");
+        if let Err(e) = c.busy_timeout(BUSY_TIMEOUT) {
+            if begun.is_ok() {
+                let _ = c.execute_batch("ROLLBACK");
+            }
+            return Some(Err(e.into()));
+        }
+        match begun {
+            Err(e) if is_busy(&e) => return None,
+            Err(e) => return Some(Err(e.into())),
+            Ok(()) => {}
+        }
+        let done = insert(&c, records, checkpoints).and_then(|()| Ok(c.execute_batch("COMMIT")?));
+        if done.is_err() && !c.is_autocommit() {
+            let _ = c.execute_batch("ROLLBACK");
+        }
+        Some(done)
     }
 
     fn head(&self) -> BoxFuture<'_, Result<Option<super::Head>, StoreError>> {
