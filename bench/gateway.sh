@@ -14,7 +14,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-cargo build --profile release-lto -p portico-cli -p portico-bench
+# Apart, so that `portico` is the binary users build (features not unified with the bench's).
+cargo build --profile release-lto -p portico-cli --bin portico
+cargo build --profile release-lto -p portico-bench
 bin="$CARGO_TARGET_DIR/release-lto"
 
 echo "== machine"

@@ -70,7 +70,7 @@ fn cpu_secs() -> f64 {
 /// inserted again by bare rusqlite into a fresh file in `scratch` with the same schema and the
 /// log's settings (WAL, `synchronous = NORMAL`, its cache and checkpoint sizes), `batch` rows per
 /// transaction. CPU µs per row (this process does nothing else meanwhile).
-fn sqlite_floor(db: &std::path::Path, scratch: &std::path::Path, batch: usize, max: usize) -> f64 {
+fn sqlite_floor(db: &std::path::Path, scratch: &std::path::Path, batch: usize, max: usize, indexes: bool) -> f64 {
     use rusqlite::types::Value;
     use rusqlite::{Connection, TransactionBehavior, params_from_iter};
     let fail = |e: rusqlite::Error| -> ! { panic!("sqlite floor: {e}") };
@@ -89,11 +89,11 @@ fn sqlite_floor(db: &std::path::Path, scratch: &std::path::Path, batch: usize, m
         .query_map([i64::try_from(max).unwrap_or(-1)], |r| (0..columns).map(|i| r.get::<_, Value>(i)).collect())
         .and_then(|rows| rows.collect())
         .unwrap_or_else(|e| fail(e));
-    let mut dst = Connection::open(scratch.join(format!("floor-{batch}.db"))).unwrap_or_else(|e| fail(e));
+    let mut dst = Connection::open(scratch.join(format!("floor-{batch}-{indexes}.db"))).unwrap_or_else(|e| fail(e));
     let _: String = dst.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).unwrap_or_else(|e| fail(e));
     dst.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 8192;")
         .unwrap_or_else(|e| fail(e));
-    for sql in &schema {
+    for sql in schema.iter().filter(|sql| indexes || !sql.contains("INDEX")) {
         dst.execute_batch(sql).unwrap_or_else(|e| fail(e));
     }
     let insert = format!("INSERT INTO audit_records VALUES ({})", vec!["?"; columns].join(", "));
@@ -139,7 +139,7 @@ async fn bench_appends_per_second() {
     // make calls wait (indexes built behind a journal) could batch.
     let floor: Vec<(usize, f64)> = [(1, n.min(20_000)), (64, n), (1024, n)]
         .into_iter()
-        .map(|(batch, max)| (batch, sqlite_floor(&dir.path().join("audit.db"), dir.path(), batch, max)))
+        .map(|(batch, max)| (batch, sqlite_floor(&dir.path().join("audit.db"), dir.path(), batch, max, true)))
         .collect();
 
     // 64 callers at once.
@@ -209,17 +209,21 @@ fn bench_sqlite_floor_of_a_log() {
             })
         })
         .unwrap_or_else(|e| panic!("{}: {e}", db.display()));
-    let floor: Vec<String> = [(1, 20_000), (64, usize::MAX), (1024, usize::MAX)]
-        .into_iter()
-        .map(|(batch, max)| format!("{batch}: {:.1}", sqlite_floor(&db, scratch.path(), batch, max)))
-        .collect();
-    eprintln!(
-        "BENCH floor, bare rusqlite, the rows of {} ({} records, {:.0} bytes of record text on average): {} (CPU µs per record, by records per transaction)",
-        db.display(),
-        rows.0,
-        rows.1,
-        floor.join(", ")
-    );
+    // With its indexes, and the table alone: what any index at all leaves for the rest.
+    for indexes in [true, false] {
+        let floor: Vec<String> = [(1, 20_000), (4, 40_000), (16, usize::MAX), (64, usize::MAX), (1024, usize::MAX)]
+            .into_iter()
+            .map(|(batch, max)| format!("{batch}: {:.1}", sqlite_floor(&db, scratch.path(), batch, max, indexes)))
+            .collect();
+        eprintln!(
+            "BENCH floor, bare rusqlite, the rows of {} ({} records, {:.0} bytes of record text on average), {}: {} (CPU µs per record, by records per transaction)",
+            db.display(),
+            rows.0,
+            rows.1,
+            if indexes { "the log's table and indexes" } else { "the table alone, no index" },
+            floor.join(", ")
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Regenerates crates/portico-cli/order.txt: the functions `portico` runs while it starts, idles
+# beside ten upstreams (one ping round), and serves calls over stdio and Streamable HTTP. The
+# linker puts them next to one another (crates/portico-cli/build.rs), so an idle gateway keeps
+# about 3 MB of its code resident instead of about 11 (docs/benchmarks.md, thirteenth session).
+#
+#   scripts/order-file.sh                    # the profiles release-lto and release
+#   scripts/order-file.sh release-lto        # one profile
+#   scripts/order-file.sh --check            # how many of the listed functions each built binary has
+#
+# Symbol names carry a hash of the profile, the features, the toolchain and the dependencies'
+# versions, so the file lists each profile's names; names a build does not have are skipped by
+# the linker. Regenerate after a toolchain or dependency update (--check shows when). Needs
+# valgrind; takes about two minutes per profile after the build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+out="$root/crates/portico-cli/order.txt"
+
+symbols() { nm --defined-only "$1" | awk '$2 ~ /^[tTwW]$/ { print $3 }' | sort -u; }
+
+if [ "${1:-}" = "--check" ]; then
+    [ -f "$out" ] || { echo "no $out" >&2; exit 1; }
+    for p in release-lto release; do
+        bin="$CARGO_TARGET_DIR/$p/portico"
+        [ -x "$bin" ] || continue
+        have=$(comm -12 <(sort -u "$out") <(symbols "$bin") | wc -l)
+        echo "$p: $have of the $(wc -l < "$out") listed functions are in $bin"
+    done
+    exit 0
+fi
+
+command -v valgrind >/dev/null || { echo "scripts/order-file.sh: needs valgrind" >&2; exit 1; }
+profiles=("$@")
+[ ${#profiles[@]} -gt 0 ] || profiles=(release-lto release)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Function names in a callgrind profile, in the order they first appear.
+names() { grep -oE '^c?fn=\([0-9]+\) .*' "$1" | sed -E 's/^c?fn=\([0-9]+\) //'; }
+
+: > "$work/all"
+for p in "${profiles[@]}"; do
+    # Apart: built together, the bench's features would be unified into portico's crates, and
+    # their symbols would be named for that build, not the one users make.
+    cargo build --profile "$p" -p portico-cli --bin portico >&2
+    cargo build --profile "$p" -p portico-bench --bins >&2
+    bin="$CARGO_TARGET_DIR/$p/portico"
+    dir="$CARGO_TARGET_DIR/$p"
+    cg=(valgrind --tool=callgrind --demangle=no)
+    state="$work/state-$p"
+
+    # Idle: ten upstreams, over one ping round (30 s), then SIGTERM.
+    {
+        printf '[gateway]\nstate_dir = "%s"\n\n' "$state"
+        for i in $(seq 1 10); do
+            printf '[servers.idle%d]\ncommand = "%s"\nargs = ["upstream", "--tools", "10"]\n\n' "$i" "$dir/bench-gateway"
+        done
+    } > "$work/idle.toml"
+    "${cg[@]}" --callgrind-out-file="$work/idle-$p.out" "$bin" serve --config "$work/idle.toml" \
+        --http 127.0.0.1:0 > /dev/null 2> "$work/idle-$p.err" &
+    pid=$!
+    sleep 40
+    kill -TERM "$pid"
+    wait "$pid" || true
+
+    # Calls: tools/call and tools/list through the gateway, over stdio and over HTTP.
+    printf '[gateway]\nstate_dir = "%s"\n\n[policy.defaults]\ntools = "allow"\n\n[servers.bench]\ncommand = "%s"\nargs = ["stdio"]\nprefix = ""\n' \
+        "$state" "$dir/bench-server" > "$work/calls.toml"
+    "$dir/bench-driver" --duration 4 --warmup 1 --workloads seq,list stdio -- \
+        "${cg[@]}" --callgrind-out-file="$work/stdio-$p.out" "$bin" serve --config "$work/calls.toml" > /dev/null 2>&1
+    "$dir/bench-driver" --duration 4 --warmup 1 --workloads http1 http -- \
+        "${cg[@]}" --callgrind-out-file="$work/http-$p.out" "$bin" serve --config "$work/calls.toml" \
+        --http '127.0.0.1:{port}' > /dev/null 2>&1
+    # bench-driver stops the HTTP server with a signal; callgrind writes its file on the way out.
+    for _ in $(seq 1 50); do [ -s "$work/http-$p.out" ] && break; sleep 0.2; done
+
+    symbols "$bin" > "$work/symbols-$p"
+    for phase in idle stdio http; do
+        [ -s "$work/$phase-$p.out" ] || { echo "scripts/order-file.sh: no profile for $phase ($p)" >&2; exit 1; }
+        names "$work/$phase-$p.out"
+    done | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
+    echo "$p: $(wc -l < "$work/order-$p") functions" >&2
+    cat "$work/order-$p" >> "$work/all"
+done
+awk '!seen[$0]++' "$work/all" > "$out"
+echo "wrote $out ($(wc -l < "$out") names)" >&2
