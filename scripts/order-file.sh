@@ -69,16 +69,22 @@ for p in "${profiles[@]}"; do
     printf '[gateway]\nstate_dir = "%s"\n\n[policy.defaults]\ntools = "allow"\n\n[servers.bench]\ncommand = "%s"\nargs = ["stdio"]\nprefix = ""\n' \
         "$state" "$dir/bench-server" > "$work/calls.toml"
     "$dir/bench-driver" --duration 4 --warmup 1 --workloads seq,list stdio -- \
-        "${cg[@]}" --callgrind-out-file="$work/stdio-$p.out" "$bin" serve --config "$work/calls.toml" > /dev/null 2>&1
+        "${cg[@]}" --callgrind-out-file="$work/stdio-$p.out" "$bin" serve --config "$work/calls.toml" \
+        > /dev/null 2> "$work/stdio-$p.err"
     "$dir/bench-driver" --duration 4 --warmup 1 --workloads http1 http -- \
         "${cg[@]}" --callgrind-out-file="$work/http-$p.out" "$bin" serve --config "$work/calls.toml" \
-        --http '127.0.0.1:{port}' > /dev/null 2>&1
+        --http '127.0.0.1:{port}' > /dev/null 2> "$work/http-$p.err"
     # bench-driver stops the HTTP server with a signal; callgrind writes its file on the way out.
     for _ in $(seq 1 50); do [ -s "$work/http-$p.out" ] && break; sleep 0.2; done
 
     symbols "$bin" > "$work/symbols-$p"
     for phase in idle stdio http; do
-        [ -s "$work/$phase-$p.out" ] || { echo "scripts/order-file.sh: no profile for $phase ($p)" >&2; exit 1; }
+        # A gateway that did not get to serve would give a profile of its start-up only.
+        if [ ! -s "$work/$phase-$p.out" ] || ! grep -q 'portico: serving' "$work/$phase-$p.err"; then
+            echo "scripts/order-file.sh: portico did not serve in the $phase run ($p):" >&2
+            tail -n 20 "$work/$phase-$p.err" >&2
+            exit 1
+        fi
         names "$work/$phase-$p.out"
     done | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
     echo "$p: $(wc -l < "$work/order-$p") functions" >&2
