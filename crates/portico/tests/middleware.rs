@@ -420,6 +420,43 @@ async fn a_layer_rewriting_meta_over_http_is_obeyed() {
     task.abort();
 }
 
+/// Over HTTP the transport also keeps what it read of a stateless tool call (name, arguments)
+/// for the call; a layer that rewrites the arguments is obeyed, and not the arguments as sent.
+#[cfg(feature = "http-server")]
+#[tokio::test]
+async fn a_layer_rewriting_arguments_over_http_is_obeyed() {
+    use portico::transport::http::server::StreamableHttp;
+    #[derive(Deserialize)]
+    struct Say {
+        text: String,
+    }
+    let server = Server::builder(Implementation::new("args", "1"))
+        .tool(Tool::new("say", schema()), |a: Say| async move { a.text })
+        .layer(tower::util::MapRequestLayer::new(|mut req: McpRequest| {
+            if req.method() == "tools/call" {
+                let mut params: serde_json::Value = req.params_as().expect("params");
+                if params["arguments"]["text"] == "quiet" {
+                    params["arguments"]["text"] = json!("LOUD");
+                    req.set_params(&params).expect("set");
+                }
+            }
+            req
+        }))
+        .build();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let app = StreamableHttp::new(server).router("/mcp");
+    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::new();
+    for (text, want) in [("hello", "hello"), ("quiet", "LOUD"), ("hello", "hello")] {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "say", "arguments": {"text": text},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}});
+        let v = post_stateless_call(&http, &url, "say", &[], &body).await;
+        assert_eq!(v["result"]["content"][0]["text"], want, "{v}");
+    }
+    task.abort();
+}
+
 /// POSTs a stateless (2026-07-28) `tools/call` of `tool` with its mirrored headers plus `extra`,
 /// and returns the JSON answer.
 async fn post_stateless_call(

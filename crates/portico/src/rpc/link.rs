@@ -18,7 +18,7 @@ pub(crate) use super::Cancel;
 use super::dispatch::{InFlight, Queued, Started, register, route_notification, run_request, start_request};
 pub(crate) use super::envelope::{Frame, Incoming, Invalid, Outgoing, decode, decode_one, encode_batch, encode_error};
 use super::{Endpoint, Peer};
-use crate::peek::RequestMeta;
+use crate::peek::ParamsPeek;
 use crate::sync::lock;
 
 /// One connection of a message-at-a-time transport.
@@ -137,10 +137,10 @@ impl Link {
         self.endpoint.negotiated_version()
     }
 
-    /// The hook that resolves, from a request's stateless `_meta` the transport read for its
+    /// The hook that resolves, from a stateless request's params the transport read for its
     /// own checks, what the endpoint would otherwise decode again (into `extensions`).
-    pub(crate) fn resolve_ahead(&self, meta: RequestMeta<'_>, extensions: &mut http::Extensions) {
-        self.endpoint.resolve_ahead(meta, extensions);
+    pub(crate) fn resolve_ahead(&self, method: &str, params: ParamsPeek<'_>, extensions: &mut http::Extensions) {
+        self.endpoint.resolve_ahead(method, params, extensions);
     }
 
     /// Ends the connection: its requests are cancelled.

@@ -116,12 +116,13 @@ pub(crate) trait Endpoint: Send + Sync + 'static {
     fn negotiated_version(&self) -> Option<portico_schema::ProtocolVersion> {
         None
     }
-    /// The hook of a transport that read a request's stateless `_meta` for its own checks
+    /// The hook of a transport that read a stateless request's params for its own checks
     /// (Streamable HTTP): resolves what the endpoint would otherwise decode again when the
-    /// request runs (the server's era), into the request's extensions. Must not block.
+    /// request runs (the server's era, a tool call's members), into the request's extensions.
+    /// Must not block.
     #[cfg(feature = "http-server")]
-    fn resolve_ahead(&self, meta: crate::peek::RequestMeta<'_>, extensions: &mut http::Extensions) {
-        let _ = (meta, extensions);
+    fn resolve_ahead(&self, method: &str, params: crate::peek::ParamsPeek<'_>, extensions: &mut http::Extensions) {
+        let _ = (method, params, extensions);
     }
 }
 

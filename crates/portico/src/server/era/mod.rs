@@ -137,9 +137,10 @@ impl EraLayer {
         ahead: Option<resolve::ResolvedEra>,
         may_wait: bool,
     ) -> Result<Start, ErrorObject> {
-        let mut peeked = match ahead {
-            Some(_) => resolve::Peeked::default(),
-            None => resolve::peek(&req)?,
+        let (mut peeked, ahead) = match ahead {
+            // What the transport read of a tool call comes with the era it resolved.
+            Some(resolve::ResolvedEra { era, call }) => (resolve::Peeked::with_call(call), Some(era)),
+            None => (resolve::peek(&req)?, None),
         };
         let stateless = ahead.is_some() || peeked.is_stateless();
         if &*req.method == methods::INITIALIZE
@@ -154,7 +155,7 @@ impl EraLayer {
         }
         let parsed = peeked.call.take();
         let era = match ahead {
-            Some(resolve::ResolvedEra(era)) => era,
+            Some(era) => era,
             None => match self.era_of(&req.method, &mut peeked)? {
                 Some(era) => era,
                 None => return encode::encode(&portico_schema::EmptyResult::new()).map(|b| Start::Step(Step::Now(b))),
@@ -339,8 +340,8 @@ impl Endpoint for EraLayer {
     }
 
     #[cfg(feature = "http-server")]
-    fn resolve_ahead(&self, meta: crate::peek::RequestMeta<'_>, extensions: &mut http::Extensions) {
-        if let Some(era) = self.resolve_stateless_ahead(meta) {
+    fn resolve_ahead(&self, method: &str, params: crate::peek::ParamsPeek<'_>, extensions: &mut http::Extensions) {
+        if let Some(era) = self.resolve_stateless_ahead(method, params) {
             extensions.insert(era);
         }
     }

@@ -4,9 +4,9 @@
 //! `initialize` that arrived before it.
 //!
 //! The params are read once ([`ParamsPeek`]): a `tools/call` keeps what it needs from that pass
-//! ([`ParsedCall`]), and a transport that read the `_meta` already (Streamable HTTP) resolves the
-//! era ahead ([`EraLayer::resolve_stateless_ahead`], the [`Endpoint`](crate::rpc::Endpoint)'s
-//! `resolve_ahead` hook) so that it is not decoded twice.
+//! ([`ParsedCall`]), and a transport that read the params already (Streamable HTTP) resolves the
+//! era ahead, with that pass's [`ParsedCall`] ([`EraLayer::resolve_stateless_ahead`], the
+//! [`Endpoint`](crate::rpc::Endpoint)'s `resolve_ahead` hook), so that they are not decoded twice.
 
 use std::sync::{Arc, Mutex};
 
@@ -42,7 +42,11 @@ pub(crate) struct Era {
 /// Middleware that replaces the params makes the era layer drop it
 /// ([`ParamsReplaced`](crate::middleware::ParamsReplaced)).
 #[derive(Clone)]
-pub(crate) struct ResolvedEra(pub(super) Era);
+pub(crate) struct ResolvedEra {
+    pub(super) era: Era,
+    /// A `tools/call`'s params, read in the transport's pass.
+    pub(super) call: Option<ParsedCall>,
+}
 
 /// A client's stateless `_meta` identity as last seen, raw and decoded: a client sends the same
 /// capabilities and info with every request, so they are decoded once.
@@ -67,6 +71,11 @@ pub(super) struct Peeked<'a> {
 }
 
 impl Peeked<'_> {
+    /// Nothing read here: the era came from the transport, with what it read of a tool call.
+    pub(super) fn with_call(call: Option<ParsedCall>) -> Self {
+        Peeked { call, ..Peeked::default() }
+    }
+
     /// A stateless-era request (by the dual-era rule).
     #[inline]
     pub(super) fn is_stateless(&self) -> bool {
@@ -128,12 +137,16 @@ impl EraLayer {
         }
     }
 
-    /// The era of a stateless request that a transport read the `_meta` of: `None` when
-    /// anything is amiss, the era layer then reading the `_meta` again to answer the error.
+    /// The era of a stateless request whose params a transport read, and what that pass read of
+    /// a `tools/call`: `None` when anything is amiss, the era layer then reading the params
+    /// again to answer the error.
     #[cfg(feature = "http-server")]
-    pub(super) fn resolve_stateless_ahead(&self, meta: RequestMeta<'_>) -> Option<ResolvedEra> {
+    pub(super) fn resolve_stateless_ahead(&self, method: &str, params: ParamsPeek<'_>) -> Option<ResolvedEra> {
+        let call = if method == methods::TOOLS_CALL { ParsedCall::from_peek(&params) } else { None };
+        let meta = params.meta?;
         let (progress_token, log_level) = meta.decode_loose().ok()?;
-        self.stateless_era(&meta, progress_token, log_level).ok().map(ResolvedEra)
+        let era = self.stateless_era(&meta, progress_token, log_level).ok()?;
+        Some(ResolvedEra { era, call })
     }
 
     /// The era of a stateless request, from its `_meta`.

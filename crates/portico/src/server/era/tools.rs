@@ -37,6 +37,7 @@ pub(super) struct NamedCall<'a> {
 
 /// A `tools/call`'s params as the era's resolution read them, in the same pass as the `_meta`
 /// (owned: the pass borrowed the params, which the call then owns).
+#[derive(Clone)]
 pub(crate) struct ParsedCall {
     name: Box<str>,
     arguments: Option<Box<RawValue>>,

@@ -3,7 +3,8 @@
 //! What the endpoint checks itself (media types, the body's size, sessions, scopes, the
 //! headers that mirror a stateless request's params) is here; the request then runs behind the
 //! engine's seam ([`Link`]), which resolves a stateless request's era through its hook from the
-//! `_meta` read here, so that the era layer does not read it again.
+//! params read here (and keeps what they say of a tool call), so that the era layer does not
+//! read them again.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -100,17 +101,16 @@ struct Target<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-/// The params read once: their `_meta` and what the headers mirror, when the `_meta` names a
-/// protocol version (a stateless request).
-fn peek_stateless(params: Option<&RawValue>) -> Result<Option<(RequestMeta<'_>, Target<'_>)>, ErrorObject> {
+/// The params read once, when their `_meta` names a protocol version (a stateless request):
+/// the `_meta`, what the headers mirror, and what a tool call carries, for the era layer.
+fn peek_stateless(params: Option<&RawValue>) -> Result<Option<(RequestMeta<'_>, ParamsPeek<'_>)>, ErrorObject> {
     let Some(p) = params else { return Ok(None) };
     // An object without `_meta` decodes to no `_meta` whatever else it holds: skip the pass.
     if p.get().starts_with('{') && !may_hold_meta(p.get()) {
         return Ok(None);
     }
-    let peek = ParamsPeek::read(params)?;
-    let target = Target { name: peek.name, uri: peek.uri, task_id: peek.task_id, arguments: peek.arguments };
-    Ok(peek.meta.filter(RequestMeta::is_stateless).map(|meta| (meta, target)))
+    let mut peek = ParamsPeek::read(params)?;
+    Ok(peek.meta.take().filter(RequestMeta::is_stateless).map(|meta| (meta, peek)))
 }
 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
@@ -246,17 +246,19 @@ async fn stateless(
     id: RequestId,
     method: &str,
     params: Option<&RawValue>,
-    (meta, target): (RequestMeta<'_>, Target<'_>),
+    (meta, mut peek): (RequestMeta<'_>, ParamsPeek<'_>),
 ) -> Response {
     if !meta.has_capabilities() {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     let version = meta.protocol_version.as_deref().unwrap_or_default();
+    let target = Target { name: peek.name, uri: peek.uri, task_id: peek.task_id, arguments: peek.arguments };
     if let Err(e) = check_mirrored(shared, headers, version, method, target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
-    shared.stateless.resolve_ahead(meta, &mut ext);
+    peek.meta = Some(meta);
+    shared.stateless.resolve_ahead(method, peek, &mut ext);
     let ctx = Run::stateless(shared, headers, ext);
     ctx.run(id, method, params).await.0
 }
