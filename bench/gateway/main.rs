@@ -878,10 +878,13 @@ async fn announced(log: &Path, upstreams: usize) -> Result<(), String> {
     let mut said = String::new();
     for _ in 0..300 {
         said = std::fs::read_to_string(log).unwrap_or_default();
-        if said.contains(&want) {
+        // Only whole lines: a line read while it is being written ("portico: serving " and no
+        // more) says nothing yet.
+        let whole = said.rfind('\n').map_or("", |end| &said[..end]);
+        if whole.contains(&want) {
             return Ok(());
         }
-        if said.contains("portico: serving") {
+        if whole.contains("portico: serving") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
