@@ -12,8 +12,8 @@
 //! The relocations of a position-independent executable are packed (`-z pack-relative-relocs`,
 //! DT_RELR): the loader reads all of them at start-up, and packed they take about 10 KB instead
 //! of about 520 KB of resident memory. It needs glibc 2.36 or later at run time, so a trivial
-//! program is linked with it and, when the build runs where it builds, run. `PORTICO_PACK_RELOCS=0`
-//! turns it off.
+//! program is linked with it and run (a cross build does without). `PORTICO_PACK_RELOCS=0` turns
+//! it off.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -44,11 +44,12 @@ fn off(var: &str) -> bool {
 }
 
 /// Passes `args` to the linker of `portico` when a trivial program links with them (and, if
-/// `run` and the build's host is its target, runs).
+/// `run`, runs: only where the build's host is its target).
 fn use_if_it_links(probe: &str, args: &[String], run: bool) {
     let Some(exe) = links_with(probe, args) else { return };
+    // A cross build cannot run its probe, and so does without what needs one.
     let native = env::var("HOST").ok() == env::var("TARGET").ok();
-    if run && native && !Command::new(&exe).status().is_ok_and(|s| s.success()) {
+    if run && !(native && Command::new(&exe).status().is_ok_and(|s| s.success())) {
         return;
     }
     for arg in args {
