@@ -375,3 +375,51 @@ async fn skills_are_listed_without_reading_and_loaded_only_when_they_match() {
     let err = client.read_skill_file(&entry, "skill://pdf/OTHER.md").await.expect_err("not listed");
     assert!(err.to_string().contains("not in the skill's manifest"), "{err}");
 }
+
+/// A tool call whose caller stops waiting just as the server makes a task of it: the server's
+/// `CreateTaskResult` crosses the client's `notifications/cancelled`, so the server keeps the
+/// task and the call never learned its id. The client cancels the task when the answer comes.
+#[tokio::test]
+async fn a_task_made_of_a_call_its_caller_dropped_is_cancelled() {
+    let (connecting, mut server) = start(EraMode::Stateless);
+    let probe = server.expect("server/discover").await;
+    server.discovered(&probe).await;
+    let client = connecting.await.expect("join").expect("connected");
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("work", json!({})).await })
+    };
+    let request = server.expect("tools/call").await;
+    call.abort();
+    let cancelled = server.expect("notifications/cancelled").await;
+    assert_eq!(cancelled["params"]["requestId"], request["id"], "{cancelled}");
+    // The server had made the task already.
+    server
+        .result(
+            &request,
+            json!({"resultType": "task", "taskId": "t-late", "status": "working", "createdAt": "2026-11-27T00:00:00Z",
+                   "lastUpdatedAt": "2026-11-27T00:00:00Z", "ttlMs": 60_000}),
+        )
+        .await;
+    let cancel = server.expect("tasks/cancel").await;
+    assert_eq!(cancel["params"]["taskId"], "t-late", "{cancel}");
+    assert_stateless_meta(&cancel);
+    server.result(&cancel, json!({})).await;
+
+    // An answer that is no task, to a call dropped the same way, sends nothing more.
+    let call = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("work", json!({})).await })
+    };
+    let request = server.expect("tools/call").await;
+    call.abort();
+    server.expect("notifications/cancelled").await;
+    server.result(&request, json!({"content": [{"type": "text", "text": "done"}]})).await;
+    let ping = client.clone();
+    let pinged = tokio::spawn(async move { ping.ping().await });
+    // A stateless ping is a `server/discover`: the next message, with no `tasks/cancel` before it.
+    let next = server.next().await;
+    assert_eq!(next["method"], "server/discover", "nothing but the ping: {next}");
+    server.discovered(&next).await;
+    pinged.await.expect("join").expect("pong");
+}

@@ -126,7 +126,11 @@ impl Inner {
         mut params: P,
         call: &CallOptions,
     ) -> Result<Box<RawValue>, Error> {
-        let (options, token) = self.options(call);
+        let (mut options, token) = self.options(call);
+        if method == methods::TOOLS_CALL && self.version.is_stateless() {
+            // The server may have made a task of the call by the time its caller stops waiting.
+            options.late.clone_from(&self.late_task);
+        }
         self.stamp(params.meta_mut(), token, call.capabilities.as_ref());
         if let Some(members) = &call.meta {
             add_members(params.meta_mut(), members);

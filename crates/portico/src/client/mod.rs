@@ -171,6 +171,7 @@ impl ClientBuilder {
             log_level: std::sync::Mutex::new(None),
             next_token: AtomicI64::new(1),
             middleware: stack::build(&self.layers),
+            late_task: None,
         };
         let stateless = match self.mode {
             EraMode::Stateless => match inner.discover_negotiating(self.timeout).await {
@@ -207,7 +208,11 @@ impl ClientBuilder {
                 inner.initialize(want).await?;
             }
         }
-        Ok(Client { inner: Arc::new(inner) })
+        let inner = Arc::new_cyclic(|weak| {
+            inner.late_task = Some(tasks::cancel_late_task(weak.clone()));
+            inner
+        });
+        Ok(Client { inner })
     }
 }
 
@@ -241,6 +246,8 @@ struct Inner {
     next_token: AtomicI64,
     /// The middleware stack, built once; `None` without layers.
     middleware: Option<crate::middleware::Stack>,
+    /// Cancels a task made of a tool call whose caller had stopped waiting (2026-07-28).
+    late_task: Option<rpc::LateHook>,
 }
 
 /// A list method's page type.

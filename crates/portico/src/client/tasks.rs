@@ -122,6 +122,33 @@ impl Drop for Abandon {
     }
 }
 
+/// The hook for a stateless `tools/call` whose caller stopped waiting (cancelled, timed out or
+/// dropped): if the answer that comes anyway is a `CreateTaskResult`, the server had made a task
+/// of the call before it read the `notifications/cancelled`, and keeps it; the call never learned
+/// its id. The hook sends `tasks/cancel` for it.
+pub(super) fn cancel_late_task(inner: std::sync::Weak<Inner>) -> crate::rpc::LateHook {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Made {
+        #[serde(default)]
+        result_type: Option<portico_schema::ResultType>,
+        #[serde(default)]
+        task_id: Option<String>,
+    }
+    Arc::new(move |outcome| {
+        let Ok(raw) = outcome else { return };
+        let Ok(Made { result_type: Some(portico_schema::ResultType::Task), task_id: Some(task_id) }) =
+            serde_json::from_str(raw.get())
+        else {
+            return;
+        };
+        let Some(inner) = inner.upgrade() else { return };
+        tracing::debug!(task = %task_id, "a tool call abandoned by its caller became a task: cancelling it");
+        // Armed, it sends `tasks/cancel` as it goes.
+        drop(Abandon { inner, task_id, options: CallOptions::new(), armed: true });
+    })
+}
+
 fn poll_interval(ms: Option<u64>) -> Duration {
     ms.map_or(DEFAULT_POLL, Duration::from_millis).clamp(MIN_POLL, MAX_POLL)
 }

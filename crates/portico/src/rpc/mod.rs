@@ -27,7 +27,7 @@ pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 pub(crate) use envelope::ResultBytes;
 pub use pause::{PauseGuard, TimeoutPause};
-pub(crate) use peer::{Peer, ProgressSink, RequestOptions};
+pub(crate) use peer::{LateHook, Peer, ProgressSink, RequestOptions};
 
 /// Limits of one connection.
 #[derive(Debug, Clone)]

@@ -21,6 +21,14 @@ use crate::error::{Error, ErrorKind};
 /// Receives `notifications/progress` for one outgoing request.
 pub(crate) type ProgressSink = Arc<dyn Fn(ProgressNotificationParams) + Send + Sync>;
 
+/// Told the answer to a request whose caller stopped waiting, when it arrives within
+/// [`LATE_WINDOW`] (a tool call the server had already made a task of: see the client's
+/// `tasks.rs`). Must not block.
+pub(crate) type LateHook = Arc<dyn Fn(Result<&RawValue, ErrorObject>) + Send + Sync>;
+
+/// How long the answer to an abandoned request with a [`LateHook`] is waited for.
+const LATE_WINDOW: Duration = Duration::from_secs(30);
+
 /// Options of one outgoing request.
 #[derive(Clone)]
 pub(crate) struct RequestOptions {
@@ -37,6 +45,8 @@ pub(crate) struct RequestOptions {
     pub id: Option<RequestId>,
     /// While held, the timeout does not run (see [`TimeoutPause`](super::TimeoutPause)).
     pub pause: Option<super::TimeoutPause>,
+    /// Told the answer if it comes after the caller stopped waiting.
+    pub late: Option<LateHook>,
 }
 
 impl Default for RequestOptions {
@@ -49,6 +59,7 @@ impl Default for RequestOptions {
             cancel: None,
             id: None,
             pause: None,
+            late: None,
         }
     }
 }
@@ -56,7 +67,9 @@ impl Default for RequestOptions {
 type Outcome = Result<Box<RawValue>, ErrorObject>;
 
 struct Pending {
-    tx: oneshot::Sender<Outcome>,
+    /// The caller waiting; `None` once it stopped waiting and only `late` is left.
+    tx: Option<oneshot::Sender<Outcome>>,
+    late: Option<LateHook>,
     /// Bumped on progress, so the waiter can extend its deadline.
     progress_seen: Option<Arc<tokio::sync::Notify>>,
 }
@@ -243,14 +256,20 @@ impl Peer {
         let id = options.id.clone().unwrap_or_else(|| self.next_id());
         let bytes = envelope::encode_request(&id, method, params)
             .map_err(|e| Error::local(format!("cannot serialize {method} params")).with_source(e))?;
-        let (tx, mut rx) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
         let progress_seen = options.progress.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
-        lock(&self.shared.pending).insert(id.clone(), Pending { tx, progress_seen: progress_seen.clone() });
+        lock(&self.shared.pending)
+            .insert(id.clone(), Pending { tx: Some(tx), late: None, progress_seen: progress_seen.clone() });
         if let Some((token, sink)) = &options.progress {
             lock(&self.shared.progress).insert(token.clone(), (sink.clone(), id.clone()));
         }
-        let mut guard =
-            CancelGuard { peer: self, id: Some(id.clone()), token: options.progress.as_ref().map(|p| p.0.clone()) };
+        let mut guard = CancelGuard {
+            peer: self,
+            id: Some(id.clone()),
+            token: options.progress.as_ref().map(|p| p.0.clone()),
+            late: options.late,
+            rx,
+        };
         self.send_raw(bytes).await?;
 
         let start = Instant::now();
@@ -274,7 +293,7 @@ impl Peer {
                 }
             };
             tokio::select! {
-                outcome = &mut rx => {
+                outcome = &mut guard.rx => {
                     guard.disarm_pending();
                     return match outcome {
                         Ok(Ok(raw)) => Ok(raw),
@@ -322,7 +341,13 @@ impl Peer {
         let Some(pending) = lock(&self.shared.pending).remove(id) else {
             return false;
         };
-        let _ = pending.tx.send(outcome.map(|raw| raw.to_owned()));
+        match (pending.tx, pending.late) {
+            (Some(tx), _) => {
+                let _ = tx.send(outcome.map(|raw| raw.to_owned()));
+            }
+            (None, Some(late)) => late(outcome),
+            (None, None) => {}
+        }
         true
     }
 
@@ -381,16 +406,36 @@ impl Peer {
     }
 }
 
-/// Forgets a request when its caller stops waiting, and tells the peer.
+/// Forgets a request when its caller stops waiting, and tells the peer. A request with a
+/// [`LateHook`] is forgotten only when its answer comes, or after [`LATE_WINDOW`].
 struct CancelGuard<'a> {
     peer: &'a Peer,
     id: Option<RequestId>,
     token: Option<ProgressToken>,
+    late: Option<LateHook>,
+    /// Where the answer comes; one that came but was not read when the caller stopped waiting
+    /// goes to `late`.
+    rx: oneshot::Receiver<Outcome>,
 }
 
 impl CancelGuard<'_> {
     fn disarm_pending(&mut self) {
         self.id = None;
+    }
+
+    /// Removes the abandoned request `id` after [`LATE_WINDOW`] if no answer came (the peer
+    /// need not answer a cancelled request at all).
+    fn forget_later(&self, runtime: &tokio::runtime::Handle, id: &RequestId) {
+        let (shared, id) = (Arc::downgrade(&self.peer.shared), id.clone());
+        runtime.spawn(async move {
+            tokio::time::sleep(LATE_WINDOW).await;
+            if let Some(shared) = shared.upgrade() {
+                let mut pending = lock(&shared.pending);
+                if pending.get(&id).is_some_and(|p| p.tx.is_none()) {
+                    pending.remove(&id);
+                }
+            }
+        });
     }
 }
 
@@ -399,10 +444,29 @@ impl Drop for CancelGuard<'_> {
         if let Some(token) = self.token.take() {
             lock(&self.peer.shared.progress).remove(&token);
         }
-        if let Some(id) = self.id.take()
-            && lock(&self.peer.shared.pending).remove(&id).is_some()
-            && !self.peer.is_closed()
-        {
+        let Some(id) = self.id.take() else { return };
+        let closed = self.peer.is_closed();
+        let was_pending = {
+            let mut pending = lock(&self.peer.shared.pending);
+            let was = pending.remove(&id).is_some();
+            let runtime = tokio::runtime::Handle::try_current();
+            if let (true, false, Some(late), Ok(runtime)) = (was, closed, self.late.take(), runtime) {
+                pending.insert(id.clone(), Pending { tx: None, late: Some(late), progress_seen: None });
+                self.forget_later(&runtime, &id);
+            }
+            was
+        };
+        if !was_pending {
+            // The answer came, and the caller stopped waiting before it read it.
+            if let (Some(late), Ok(outcome)) = (self.late.take(), self.rx.try_recv()) {
+                match outcome {
+                    Ok(raw) => late(Ok(&raw)),
+                    Err(e) => late(Err(e)),
+                }
+            }
+            return;
+        }
+        if !closed {
             let params = CancelledNotificationParams::new(Some(id)).with_reason("request cancelled by the caller");
             if let Ok(bytes) =
                 envelope::encode_notification(portico_schema::methods::NOTIFICATION_CANCELLED, Some(&params))

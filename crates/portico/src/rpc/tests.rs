@@ -119,6 +119,28 @@ async fn timeout_cancels_the_handler_on_the_peer() {
     assert_eq!(client.pending_len(), 0);
 }
 
+/// An abandoned request with a late hook waits for its answer a while, then is forgotten: no
+/// entry outlives the window when the peer never answers (as it need not, once cancelled).
+#[tokio::test(start_paused = true)]
+async fn an_abandoned_request_waits_for_a_late_answer_only_so_long() {
+    let (client, _server, _) = pair();
+    let heard = Arc::new(AtomicUsize::new(0));
+    let hook: super::LateHook = {
+        let heard = heard.clone();
+        Arc::new(move |_| {
+            heard.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    let opts = RequestOptions { late: Some(hook), ..Default::default() };
+    let params = serde_json::json!({"ms": 60_000});
+    let sleep = client.request::<Value, Value>("sleep", Some(&params), opts);
+    assert!(tokio::time::timeout(Duration::from_millis(10), sleep).await.is_err(), "still waiting");
+    assert_eq!(client.pending_len(), 1, "kept for a late answer");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(client.pending_len(), 0, "forgotten after the window");
+    assert_eq!(heard.load(Ordering::SeqCst), 0);
+}
+
 #[tokio::test]
 async fn handler_panic_becomes_internal_error() {
     let (client, _server, _) = pair();
