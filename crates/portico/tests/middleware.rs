@@ -388,7 +388,6 @@ async fn shared_limits_compose_through_a_buffer() {
 #[cfg(feature = "http-server")]
 #[tokio::test]
 async fn a_layer_rewriting_meta_over_http_is_obeyed() {
-    use portico::transport::http::server::StreamableHttp;
     let server = Server::builder(Implementation::new("meta", "1"))
         .tool(Tool::new("who", schema()), |_: Empty, cx: RequestContext| async move {
             format!("{} {}", cx.client_info().map_or("?", |i| i.name.as_str()), cx.protocol_version())
@@ -404,10 +403,7 @@ async fn a_layer_rewriting_meta_over_http_is_obeyed() {
             req
         }))
         .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
-    let app = StreamableHttp::new(server).router("/mcp");
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (url, task) = serve_http(server).await;
     let http = reqwest::Client::new();
     for (rename, want) in [(false, "original 2026-07-28"), (true, "renamed 2026-07-28"), (false, "original 2026-07-28")]
     {
@@ -425,7 +421,6 @@ async fn a_layer_rewriting_meta_over_http_is_obeyed() {
 #[cfg(feature = "http-server")]
 #[tokio::test]
 async fn a_layer_rewriting_arguments_over_http_is_obeyed() {
-    use portico::transport::http::server::StreamableHttp;
     #[derive(Deserialize)]
     struct Say {
         text: String,
@@ -443,10 +438,7 @@ async fn a_layer_rewriting_arguments_over_http_is_obeyed() {
             req
         }))
         .build();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
-    let app = StreamableHttp::new(server).router("/mcp");
-    let task = tokio::spawn(async move { axum::serve(listener, app).await });
+    let (url, task) = serve_http(server).await;
     let http = reqwest::Client::new();
     for (text, want) in [("hello", "hello"), ("quiet", "LOUD"), ("hello", "hello")] {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "say", "arguments": {"text": text},
@@ -457,8 +449,20 @@ async fn a_layer_rewriting_arguments_over_http_is_obeyed() {
     task.abort();
 }
 
+/// Serves `server` over Streamable HTTP at `/mcp` on a free loopback port: its URL, and the
+/// task to abort.
+#[cfg(feature = "http-server")]
+async fn serve_http(server: Server) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    use portico::transport::http::server::StreamableHttp;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let app = StreamableHttp::new(server).router("/mcp");
+    (url, tokio::spawn(async move { axum::serve(listener, app).await }))
+}
+
 /// POSTs a stateless (2026-07-28) `tools/call` of `tool` with its mirrored headers plus `extra`,
 /// and returns the JSON answer.
+#[cfg(feature = "http-server")]
 async fn post_stateless_call(
     http: &reqwest::Client,
     url: &str,
