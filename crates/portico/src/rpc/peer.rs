@@ -66,10 +66,16 @@ impl Default for RequestOptions {
 
 type Outcome = Result<Box<RawValue>, ErrorObject>;
 
+/// Who is told a request's answer.
+enum Waiter {
+    /// Its caller.
+    Caller(oneshot::Sender<Outcome>),
+    /// Its late hook, once the caller stopped waiting.
+    Late(LateHook),
+}
+
 struct Pending {
-    /// The caller waiting; `None` once it stopped waiting and only `late` is left.
-    tx: Option<oneshot::Sender<Outcome>>,
-    late: Option<LateHook>,
+    waiter: Waiter,
     /// Bumped on progress, so the waiter can extend its deadline.
     progress_seen: Option<Arc<tokio::sync::Notify>>,
 }
@@ -259,7 +265,7 @@ impl Peer {
         let (tx, rx) = oneshot::channel();
         let progress_seen = options.progress.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
         lock(&self.shared.pending)
-            .insert(id.clone(), Pending { tx: Some(tx), late: None, progress_seen: progress_seen.clone() });
+            .insert(id.clone(), Pending { waiter: Waiter::Caller(tx), progress_seen: progress_seen.clone() });
         if let Some((token, sink)) = &options.progress {
             lock(&self.shared.progress).insert(token.clone(), (sink.clone(), id.clone()));
         }
@@ -341,12 +347,11 @@ impl Peer {
         let Some(pending) = lock(&self.shared.pending).remove(id) else {
             return false;
         };
-        match (pending.tx, pending.late) {
-            (Some(tx), _) => {
+        match pending.waiter {
+            Waiter::Caller(tx) => {
                 let _ = tx.send(outcome.map(|raw| raw.to_owned()));
             }
-            (None, Some(late)) => late(outcome),
-            (None, None) => {}
+            Waiter::Late(late) => late(outcome),
         }
         true
     }
@@ -431,7 +436,7 @@ impl CancelGuard<'_> {
             tokio::time::sleep(LATE_WINDOW).await;
             if let Some(shared) = shared.upgrade() {
                 let mut pending = lock(&shared.pending);
-                if pending.get(&id).is_some_and(|p| p.tx.is_none()) {
+                if pending.get(&id).is_some_and(|p| matches!(p.waiter, Waiter::Late(_))) {
                     pending.remove(&id);
                 }
             }
@@ -448,13 +453,25 @@ impl Drop for CancelGuard<'_> {
         let closed = self.peer.is_closed();
         let was_pending = {
             let mut pending = lock(&self.peer.shared.pending);
-            let was = pending.remove(&id).is_some();
-            let runtime = tokio::runtime::Handle::try_current();
-            if let (true, false, Some(late), Ok(runtime)) = (was, closed, self.late.take(), runtime) {
-                pending.insert(id.clone(), Pending { tx: None, late: Some(late), progress_seen: None });
-                self.forget_later(&runtime, &id);
+            match pending.get_mut(&id) {
+                None => false,
+                Some(p) => {
+                    // With a late hook (and a runtime to forget it later) the entry stays, for
+                    // the hook.
+                    let runtime =
+                        if closed || self.late.is_none() { None } else { tokio::runtime::Handle::try_current().ok() };
+                    match (runtime, self.late.take()) {
+                        (Some(runtime), Some(late)) => {
+                            *p = Pending { waiter: Waiter::Late(late), progress_seen: None };
+                            self.forget_later(&runtime, &id);
+                        }
+                        _ => {
+                            pending.remove(&id);
+                        }
+                    }
+                    true
+                }
             }
-            was
         };
         if !was_pending {
             // The answer came, and the caller stopped waiting before it read it.
