@@ -5,7 +5,8 @@
 # stdio and over Streamable HTTP, at 1 and 64 in flight, beside the raw round trip of the same
 # transport, and measures the gateway's memory (10 idle upstreams, per downstream HTTP session).
 # Prints one table per transport, the memory figures and the targets. Bounded: with the defaults
-# (3 s per row after 1 s warmup, 1 round) it takes about a minute; every process it starts is
+# (3 s per row after 1 s warmup, 1 round) it takes about two and a half minutes (the memory part
+# waits 70 s for the gateway to settle); every process it starts is
 # stopped at the end. Extra arguments go to bench-gateway, e.g.
 #   bench/gateway.sh --rounds 3               # three interleaved rounds, medians (docs/benchmarks.md)
 #   bench/gateway.sh --parts stdio,memory     # only some parts (stdio, http, memory)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates crates/portico-cli/order.txt: the functions `portico` runs while it starts, idles
-# beside ten upstreams (one ping round), and serves calls over stdio and Streamable HTTP. The
-# linker puts them next to one another (crates/portico-cli/build.rs), so an idle gateway keeps
-# about 3 MB of its code resident instead of about 11 (docs/benchmarks.md, thirteenth session).
+# Regenerates crates/portico-cli/order.txt: the functions `portico` runs while it idles beside ten
+# upstreams (one ping round), then those it runs serving calls over stdio and Streamable HTTP,
+# then those of its start-up. The linker puts them next to one another in that order
+# (crates/portico-cli/build.rs), and `portico serve` gives back its start-up pages once it serves,
+# so an idle gateway keeps a few blocks of its code resident (docs/benchmarks.md, thirteenth and
+# fifteenth sessions).
 #
 #   scripts/order-file.sh                    # the profiles release-lto and release
 #   scripts/order-file.sh release-lto        # one profile
@@ -51,19 +53,31 @@ for p in "${profiles[@]}"; do
     cg=(valgrind --tool=callgrind --demangle=no)
     state="$work/state-$p"
 
-    # Idle: ten upstreams, over one ping round (30 s), then SIGTERM.
+    # Idle: ten upstreams. Callgrind dumps once portico serves (start-up) and again after one
+    # ping round (30 s) of idling, then portico gets SIGTERM.
     {
         printf '[gateway]\nstate_dir = "%s"\n\n' "$state"
         for i in $(seq 1 10); do
             printf '[servers.idle%d]\ncommand = "%s"\nargs = ["upstream", "--tools", "10"]\n\n' "$i" "$dir/bench-gateway"
         done
     } > "$work/idle.toml"
-    "${cg[@]}" --callgrind-out-file="$work/idle-$p.out" "$bin" serve --config "$work/idle.toml" \
-        --http 127.0.0.1:0 > /dev/null 2> "$work/idle-$p.err" &
+    PORTICO_RELEASE_STARTUP_PAGES=0 "${cg[@]}" --callgrind-out-file="$work/idle-$p.out" "$bin" serve \
+        --config "$work/idle.toml" --http 127.0.0.1:0 > /dev/null 2> "$work/idle-$p.err" &
     pid=$!
-    sleep 40
+    for _ in $(seq 1 120); do grep -q 'portico: serving' "$work/idle-$p.err" && break; sleep 0.5; done
+    sleep 2
+    callgrind_control -d "$pid" > /dev/null
+    sleep 35
+    callgrind_control -d "$pid" > /dev/null
     kill -TERM "$pid"
     wait "$pid" || true
+    start_dump=$(ls "$work/idle-$p.out".*1 2>/dev/null | head -n 1)
+    idle_dump=$(ls "$work/idle-$p.out".*2 2>/dev/null | head -n 1)
+    if [ -z "$start_dump" ] || [ -z "$idle_dump" ]; then
+        echo "scripts/order-file.sh: callgrind did not dump the start-up and idle profiles ($p):" >&2
+        ls "$work" >&2
+        exit 1
+    fi
 
     # Calls: tools/call and tools/list through the gateway, over stdio and over HTTP.
     printf '[gateway]\nstate_dir = "%s"\n\n[policy.defaults]\ntools = "allow"\n\n[servers.bench]\ncommand = "%s"\nargs = ["stdio"]\nprefix = ""\n' \
@@ -85,7 +99,12 @@ for p in "${profiles[@]}"; do
             tail -n 20 "$work/$phase-$p.err" >&2
             exit 1
         fi
-        names "$work/$phase-$p.out"
+    done
+    # First what an idle gateway runs, then what serving calls runs, then start-up and shutdown:
+    # `portico serve` gives back its start-up pages (src/pages.rs), and what faults back in is
+    # the front of the list.
+    for f in "$idle_dump" "$work/stdio-$p.out" "$work/http-$p.out" "$start_dump" "$work/idle-$p.out"; do
+        names "$f"
     done | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
     echo "$p: $(wc -l < "$work/order-$p") functions" >&2
     cat "$work/order-$p" >> "$work/all"

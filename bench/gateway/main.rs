@@ -941,8 +941,8 @@ struct Rss {
     count: usize,
 }
 
-async fn settled_rss(server: &HttpServer) -> Result<Rss, String> {
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+async fn settled_rss(server: &HttpServer, after: Duration) -> Result<Rss, String> {
+    tokio::time::sleep(after).await;
     let children = children_of(server.pid);
     Ok(Rss {
         total: server.rss_kib()?,
@@ -973,22 +973,33 @@ async fn memory(o: &Opts, dir: &Path, log: &Path, portico: &str, verdicts: &mut 
     ] {
         let config = write_config(dir, "memory.toml", &servers)?;
         let server = start_gateway(portico, &config, log, n, Era::Handshake).await?;
-        let measured = settled_rss(&server).await;
+        let first = n == 10 && rss_10_small.is_none();
+        let mut measured = vec![(label.clone(), settled_rss(&server, Duration::from_secs(1)).await)];
+        if first {
+            // Settled: `portico serve` gives its start-up pages back when it announces itself and
+            // again after the first ping round (30 s); what idling (the second ping round, at
+            // 60 s) faults back in counts.
+            let label = format!("{label}, after 70 s");
+            measured.push((label, settled_rss(&server, Duration::from_secs(69)).await));
+        }
         stop_gateway(server).await;
-        let rss = measured?;
-        if rss.count != n {
-            return Err(format!("{label}: {} children running, expected {n}", rss.count));
+        for (label, rss) in measured {
+            let rss = rss?;
+            if rss.count != n {
+                return Err(format!("{label}: {} children running, expected {n}", rss.count));
+            }
+            if first {
+                // The last figure, after the ping round, is the one judged.
+                rss_10_small = Some(rss.total);
+            }
+            lines.push(format!(
+                "{label:<48} gateway RSS {:>7.2} MB (heap etc. {:>6.2} + file pages {:>5.2})   upstreams, not counted: {:.1} MB",
+                mb(rss.total),
+                mb(rss.anon),
+                mb(rss.file),
+                mb(rss.children)
+            ));
         }
-        if n == 10 && rss_10_small.is_none() {
-            rss_10_small = Some(rss.total);
-        }
-        lines.push(format!(
-            "{label:<42} gateway RSS {:>7.2} MB (heap etc. {:>6.2} + file pages {:>5.2})   upstreams, not counted: {:.1} MB",
-            mb(rss.total),
-            mb(rss.anon),
-            mb(rss.file),
-            mb(rss.children)
-        ));
     }
     // Per idle downstream session: a fresh gateway over one small upstream.
     let config =
@@ -1006,7 +1017,7 @@ async fn memory(o: &Opts, dir: &Path, log: &Path, portico: &str, verdicts: &mut 
     if let Some(kib) = rss_10_small {
         let mb = mb(kib);
         verdicts.push(format!(
-            "memory: gateway RSS with 10 idle upstreams ({} tools each) {mb:.2} MB ≤ 5 MB: {} (ratio {:.2})",
+            "memory: gateway RSS with 10 idle upstreams ({} tools each), after 70 s, {mb:.2} MB ≤ 5 MB: {} (ratio {:.2})",
             o.tools,
             if mb <= 5.0 { "met" } else { "NOT met" },
             mb / 5.0

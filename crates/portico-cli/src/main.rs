@@ -11,6 +11,7 @@ mod config_cmd;
 mod inspect;
 mod log_cmd;
 mod output;
+mod pages;
 mod policy_cmd;
 mod serve;
 mod telemetry;

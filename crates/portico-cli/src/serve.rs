@@ -195,7 +195,20 @@ fn announce_when_ready(host: &Host, gateway: &Gateway, wait: Duration, on: Strin
         host.ready(wait).await;
         gateway.synced(Duration::from_secs(1)).await;
         announce(&host, &on);
+        // Start-up is over: its code's pages go back to the page cache (see `pages`). What it
+        // set going (the first records of the activity log, `list_changed`) runs on a little,
+        // so once more after the first ping round.
+        release_startup_pages();
+        let ping = host.config().gateway.ping_interval.unwrap_or(Duration::from_secs(30));
+        tokio::time::sleep(ping.min(Duration::from_secs(300)) + Duration::from_secs(5)).await;
+        release_startup_pages();
     });
+}
+
+fn release_startup_pages() {
+    if let Some(r) = crate::pages::release_startup_pages() {
+        tracing::debug!(mappings = r.mappings, kib = r.bytes / 1024, "start-up pages released");
+    }
 }
 
 /// Tells the person on stderr what is being served.

@@ -596,7 +596,8 @@ async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64
                 store_cached(&cache_path(&config, &server.name), catalog);
             }
         }
-        let registry = Registry::build(catalogs.iter().map(|(s, c)| (s, &**c)), &config.gateway.separator);
+        let mut registry = Registry::build(catalogs.iter().map(|(s, c)| (s, &**c)), &config.gateway.separator);
+        registry.share_unchanged(&inner.registry.borrow());
         for conflict in &registry.conflicts {
             tracing::error!(target: "portico::host", "{conflict}");
         }

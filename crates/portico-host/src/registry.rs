@@ -198,6 +198,20 @@ fn upstream_meta(meta: &mut Option<portico::schema::Meta>, server: &str, key: &s
 }
 
 impl Registry {
+    /// Points every tool that `previous` holds unchanged at `previous`'s copy. The gateway's
+    /// server keeps offering an unchanged tool as it was, so without this each rebuild would
+    /// leave two copies of every tool alive: the offer's and the registry's.
+    pub(crate) fn share_unchanged(&mut self, previous: &Registry) {
+        for (name, entry) in &mut self.tools {
+            if let Some(old) = previous.tools.get(name)
+                && !Arc::ptr_eq(&old.tool, &entry.tool)
+                && old == entry
+            {
+                entry.tool = old.tool.clone();
+            }
+        }
+    }
+
     /// Joins `upstreams` (each server's config and what it lists), in the order given (the
     /// config's, by name): on a clash the earlier server keeps the name.
     pub fn build<'a>(
@@ -396,6 +410,24 @@ mod tests {
 
     fn catalog(tools: &[&str]) -> Catalog {
         Catalog { tools: tools.iter().map(|t| tool(t)).collect(), ..Catalog::default() }
+    }
+
+    #[test]
+    fn a_rebuild_shares_the_unchanged_tools_of_the_one_before() {
+        let two = configs("[servers.files]\ncommand = \"x\"\n[servers.git]\ncommand = \"y\"\n");
+        let files = catalog(&["read", "write"]);
+        let git = catalog(&["log"]);
+        let before = Registry::build(two.servers.values().zip([&files, &git]), "__");
+        let mut git = git.clone();
+        git.tools[0].description = Some("changed".into());
+        git.tools.push(tool("diff"));
+        let mut after = Registry::build(two.servers.values().zip([&files, &git]), "__");
+        after.share_unchanged(&before);
+        let shared = |name: &str| Arc::ptr_eq(&before.tools[name].tool, &after.tools[name].tool);
+        assert!(shared("files__read") && shared("files__write"), "unchanged tools keep the earlier copy");
+        assert!(!shared("git__log"), "a changed tool is the new one");
+        assert_eq!(after.tools["git__log"].tool.description.as_deref(), Some("changed"));
+        assert!(after.tools.contains_key("git__diff") && !before.tools.contains_key("git__diff"));
     }
 
     #[test]

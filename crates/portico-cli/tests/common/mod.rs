@@ -60,10 +60,14 @@ pub fn alive(pid: u32) -> bool {
 
 /// `portico ARGS` as a child speaking MCP on its stdio, and a client connected to it.
 pub async fn serve_and_connect(args: &[&str]) -> (portico::client::Client, portico::transport::child::ChildHandle) {
-    let (transport, child) = portico::transport::child::ChildProcess::new(env!("CARGO_BIN_EXE_portico"))
-        .args(args)
-        .spawn()
-        .expect("spawn portico");
+    connect(portico::transport::child::ChildProcess::new(env!("CARGO_BIN_EXE_portico")).args(args)).await
+}
+
+/// Spawns `portico` as `command` says, and a client connected to it over its stdio.
+pub async fn connect(
+    command: &mut portico::transport::child::ChildProcess,
+) -> (portico::client::Client, portico::transport::child::ChildHandle) {
+    let (transport, child) = command.spawn().expect("spawn portico");
     let client = portico::client::Client::builder(portico::schema::Implementation::new("t", "1"))
         .connect(transport)
         .await
