@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates crates/portico-cli/order.txt: the functions `portico` runs while it idles beside ten
-# upstreams (one ping round), then those it runs serving calls over stdio and Streamable HTTP,
+# upstreams (two ping rounds), then those it runs serving calls over stdio and Streamable HTTP,
 # then those of its start-up. The linker puts them next to one another in that order
 # (crates/portico-cli/build.rs), and `portico serve` gives back its start-up pages once it serves,
 # so an idle gateway keeps a few blocks of its code resident (docs/benchmarks.md, thirteenth and
@@ -13,7 +13,7 @@
 # Symbol names carry a hash of the profile, the features, the toolchain and the dependencies'
 # versions, so the file lists each profile's names; names a build does not have are skipped by
 # the linker. Regenerate after a toolchain or dependency update (--check shows when). Needs
-# valgrind; takes about two minutes per profile after the build.
+# valgrind; takes about three minutes per profile after the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -53,8 +53,8 @@ for p in "${profiles[@]}"; do
     cg=(valgrind --tool=callgrind --demangle=no)
     state="$work/state-$p"
 
-    # Idle: ten upstreams. Callgrind dumps once portico serves (start-up) and again after one
-    # ping round (30 s) of idling, then portico gets SIGTERM.
+    # Idle: ten upstreams. Callgrind dumps once portico serves (start-up) and again after each of
+    # two ping rounds (30 s) of idling, then portico gets SIGTERM.
     {
         printf '[gateway]\nstate_dir = "%s"\n\n' "$state"
         for i in $(seq 1 10); do
@@ -69,11 +69,14 @@ for p in "${profiles[@]}"; do
     callgrind_control -d "$pid" > /dev/null
     sleep 35
     callgrind_control -d "$pid" > /dev/null
+    sleep 35
+    callgrind_control -d "$pid" > /dev/null
     kill -TERM "$pid"
     wait "$pid" || true
     start_dump=$(ls "$work/idle-$p.out".*1 2>/dev/null | head -n 1)
     idle_dump=$(ls "$work/idle-$p.out".*2 2>/dev/null | head -n 1)
-    if [ -z "$start_dump" ] || [ -z "$idle_dump" ]; then
+    idle_dump2=$(ls "$work/idle-$p.out".*3 2>/dev/null | head -n 1)
+    if [ -z "$start_dump" ] || [ -z "$idle_dump" ] || [ -z "$idle_dump2" ]; then
         echo "scripts/order-file.sh: callgrind did not dump the start-up and idle profiles ($p):" >&2
         ls "$work" >&2
         exit 1
@@ -103,7 +106,7 @@ for p in "${profiles[@]}"; do
     # First what an idle gateway runs, then what serving calls runs, then start-up and shutdown:
     # `portico serve` gives back its start-up pages (src/pages.rs), and what faults back in is
     # the front of the list.
-    for f in "$idle_dump" "$work/stdio-$p.out" "$work/http-$p.out" "$start_dump" "$work/idle-$p.out"; do
+    for f in "$idle_dump" "$idle_dump2" "$work/stdio-$p.out" "$work/http-$p.out" "$start_dump" "$work/idle-$p.out"; do
         names "$f"
     done | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
     echo "$p: $(wc -l < "$work/order-$p") functions" >&2

@@ -165,20 +165,14 @@ Anonymous:             0 kB
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn releasing_drops_resident_file_pages_and_the_process_runs_on() {
-        // This test binary's own code is a clean file mapping: after the release, fewer of its
-        // pages are resident, and the code still runs (it faults back in).
-        let file_kb = || {
-            let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-            let line = status.lines().find_map(|l| l.strip_prefix("RssFile:")).expect("an RssFile line");
-            line.trim().trim_end_matches(" kB").parse::<u64>().expect("a number of kB")
-        };
-        let before = file_kb();
+    fn releasing_reports_what_it_dropped_and_the_process_runs_on() {
+        // This test binary's own code is a clean file mapping: it is dropped, and the code still
+        // runs (it faults back in). That fewer pages stay resident is shown by `tests/pages.rs`,
+        // on a whole `portico serve`: here the other tests' threads fault pages back meanwhile.
         let released = release().expect("Linux has /proc/self/smaps");
-        let after = file_kb();
         assert!(released.mappings > 0 && released.bytes > 0, "{released:?}");
-        assert!(after < before, "RssFile {before} kB before, {after} kB after");
         let v: Vec<u64> = (1..=1000).collect();
         assert_eq!(v.iter().sum::<u64>(), 500_500);
+        assert!(release().is_some_and(|again| again.mappings > 0), "a second release works as well");
     }
 }
