@@ -7,13 +7,15 @@
 # fifteenth sessions).
 #
 #   scripts/order-file.sh                    # the profiles release-lto and release
-#   scripts/order-file.sh release-lto        # one profile
+#   scripts/order-file.sh release-lto        # one profile (the file then holds only its names)
 #   scripts/order-file.sh --check            # how many of the listed functions each built binary has
 #
 # Symbol names carry a hash of the profile, the features, the toolchain and the dependencies'
 # versions, so the file lists each profile's names; names a build does not have are skipped by
-# the linker. Regenerate after a toolchain or dependency update (--check shows when). Needs
-# valgrind; takes about three minutes per profile after the build.
+# the linker. Regenerate after a toolchain or dependency update (--check shows when), and as the
+# last step after changing code that goes into `portico`: fat LTO names some local functions with
+# a numeric suffix (`….9169`) that moves when the code does. Needs valgrind; takes about three
+# minutes per profile after the build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
