@@ -13,6 +13,7 @@ mod log_cmd;
 mod output;
 mod pages;
 mod policy_cmd;
+mod pow;
 mod serve;
 mod telemetry;
 
@@ -109,14 +110,30 @@ fn main() -> ExitCode {
         }
     };
     let _telemetry = telemetry::init(&cli.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // A worker that parks after `portico serve` gave back its start-up pages also gives back
+    // what start-up's deep calls touched of its stack (`pages`).
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(pages::release_stack_when_asked)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("portico: cannot start the async runtime: {e}");
             return ExitCode::from(2);
         }
     };
-    let result = runtime.block_on(run(cli));
+    // The command runs on the runtime's workers. The main thread only waits, once it has given
+    // back what parsing and setting up touched of its stack (`pages`).
+    let command = runtime.spawn(run(cli));
+    pages::release_this_stack();
+    let result = match runtime.block_on(command) {
+        Ok(result) => result,
+        Err(e) => match e.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(e) => Err(Failure::Unavailable(format!("the command was cancelled: {e}"))),
+        },
+    };
     // Children were stopped by the commands; don't wait for stray blocking tasks (stdin).
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {

@@ -15,6 +15,88 @@
 //! and hold no private copy of a page (relocated read-only data, `RELRO`, has them and is kept).
 //! Linux only; `PORTICO_RELEASE_STARTUP_PAGES=0` turns it off.
 
+/// Bumped by each [`release_startup_pages`]: a runtime thread that has not yet seen the new
+/// value gives back its own stack's unused pages the next time it parks
+/// ([`release_stack_when_asked`]).
+static STACK_ROUND: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+thread_local! {
+    /// The last [`STACK_ROUND`] this thread acted on.
+    static STACK_SEEN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// How much of the stack below the caller's frame is kept: the frames of the calls made from
+/// here (this function's own, `madvise`'s) and the red zone below them.
+const STACK_MARGIN: usize = 16 * 1024;
+
+/// For the runtime's `on_thread_park`: if a release was asked for since this thread last
+/// looked, drops the pages of its stack below the current frame (what start-up's deepest calls
+/// touched), which read as zeros again if a later call goes that deep. One relaxed load
+/// otherwise.
+pub(crate) fn release_stack_when_asked() {
+    let round = STACK_ROUND.load(std::sync::atomic::Ordering::Relaxed);
+    if round == 0 || STACK_SEEN.with(std::cell::Cell::get) == round {
+        return;
+    }
+    STACK_SEEN.with(|seen| seen.set(round));
+    release_stack();
+}
+
+/// Drops this thread's stack pages below the current frame, less [`STACK_MARGIN`]. Returns the
+/// address range given back, `None` where it does nothing.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn release_stack() -> Option<std::ops::Range<usize>> {
+    const PAGE: usize = 4096;
+    let here = std::hint::black_box(0u8);
+    let sp = std::ptr::addr_of!(here) as usize;
+    // SAFETY: `pthread_getattr_np` fills the zeroed attribute object for the calling thread,
+    // which is destroyed after reading its stack range; both take valid pointers to locals.
+    let (low, size) = unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let got = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        if got != 0 {
+            return None;
+        }
+        (addr as usize, size)
+    };
+    // The stack grows down from `low + size`; the lowest page may be the guard.
+    let start = low.checked_add(PAGE)?;
+    let end = sp.checked_sub(STACK_MARGIN)? & !(PAGE - 1);
+    if sp > low.saturating_add(size) || end <= start {
+        return None;
+    }
+    // SAFETY: `start..end` lies in this thread's own stack, below the live frames (the caller's,
+    // this one's and the margin for the calls it makes): no live data is there, and a page
+    // dropped reads as zeros when a later, deeper call touches it again.
+    let done = unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+    (done == 0).then_some(start..end)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn release_stack() -> Option<std::ops::Range<usize>> {
+    None
+}
+
+/// Gives back the calling thread's stack below its frame now: the main thread's, once parsing
+/// the command line and setting up are done and it only waits for the runtime.
+pub(crate) fn release_this_stack() {
+    if enabled() {
+        let _ = release_stack();
+    }
+}
+
+/// Unless `PORTICO_RELEASE_STARTUP_PAGES=0`.
+fn enabled() -> bool {
+    !std::env::var("PORTICO_RELEASE_STARTUP_PAGES").is_ok_and(|v| v == "0")
+}
+
 /// What was given back.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Released {
@@ -27,9 +109,10 @@ pub(crate) struct Released {
 /// Drops this process's mappings of clean file pages (see the module's documentation).
 /// Returns `None` where it does nothing: not Linux, turned off, or `/proc` unreadable.
 pub(crate) fn release_startup_pages() -> Option<Released> {
-    if std::env::var("PORTICO_RELEASE_STARTUP_PAGES").is_ok_and(|v| v == "0") {
+    if !enabled() {
         return None;
     }
+    STACK_ROUND.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     release()
 }
 
@@ -161,6 +244,39 @@ Anonymous:             0 kB
         assert!(clean_file_mappings(smaps).is_empty());
         let smaps = "1000-2000 r-xp 00000000 fe:00 1 /bin/x\nRss: 4 kB\nAnonymous: 0 kB\n";
         assert_eq!(clean_file_mappings(smaps), vec![Mapping { start: 0x1000, end: 0x2000, rss_kb: 4 }]);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_thread_gives_back_the_stack_below_its_frame_and_goes_deep_again() {
+        fn deep(n: u32) -> u64 {
+            // A kilobyte of frame each, kept by `black_box`.
+            let pad = std::hint::black_box([1u8; 1024]);
+            if n == 0 { 0 } else { deep(n - 1) + u64::from(pad[n as usize % 1024]) }
+        }
+        /// Resident pages of `range` (`mincore`).
+        #[allow(unsafe_code)]
+        fn resident(range: &std::ops::Range<usize>) -> usize {
+            let mut map = vec![0u8; (range.end - range.start).div_ceil(4096)];
+            // SAFETY: the range is page-aligned and mapped (this thread's stack); `map` has a
+            // byte for each of its pages.
+            let rc =
+                unsafe { libc::mincore(range.start as *mut libc::c_void, range.end - range.start, map.as_mut_ptr()) };
+            assert_eq!(rc, 0, "mincore");
+            map.iter().filter(|b| *b & 1 == 1).count()
+        }
+        std::thread::spawn(|| {
+            // About 200 KB deep, then back: those pages stay resident until given back.
+            assert_eq!(deep(200), 200);
+            let range = release_stack().expect("Linux has the thread's stack range");
+            assert!(range.end - range.start >= 150 * 1024, "only {range:x?} below the frame");
+            assert_eq!(resident(&range), 0, "the pages below the frame are given back");
+            // The same depth again works: the pages come back (as zeros) and hold the frames.
+            assert_eq!(deep(200), 200);
+            assert!(resident(&range) * 4096 >= 150 * 1024, "the frames are back in {range:x?}");
+        })
+        .join()
+        .expect("thread");
     }
 
     #[cfg(target_os = "linux")]

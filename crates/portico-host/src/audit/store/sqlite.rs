@@ -52,13 +52,25 @@ const CHECKPOINT_PAGES: u32 = 8192;
 /// back cost. Larger batches, which come when calls are many, go to the blocking pool.
 const WRITE_NOW_MAX: usize = 4;
 
-fn connect(path: &Path, create: bool) -> Result<Connection, StoreError> {
+/// How a connection is used: the writing one commits on the hot path, the reading one answers
+/// the odd query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Write,
+    Read,
+}
+
+fn connect(path: &Path, create: bool, role: Role) -> Result<Connection, StoreError> {
+    no_bulk_page_cache();
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags)
         .map_err(|e| StoreError::new(format!("cannot open {}: {e}", path.display())))?;
+    if role == Role::Read {
+        no_lookaside(&conn);
+    }
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -69,6 +81,51 @@ fn connect(path: &Path, create: bool) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "cache_size", -32_768)?;
     conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)?;
     Ok(conn)
+}
+
+/// Turns off SQLite's up-front page cache (20 pages, 87 KB per connection, every one of them
+/// touched when it is carved up): pages are allocated as they are read. Process-wide, so it is
+/// asked for once, before the first connection; once SQLite is initialized (by an embedding
+/// program, say) the call is refused and changes nothing.
+#[allow(unsafe_code)]
+fn no_bulk_page_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `SQLITE_CONFIG_PAGECACHE` takes a pointer and two ints, passed as such; a null
+        // pointer with a count of 0 is documented as "no bulk allocation". Once SQLite is
+        // initialized the call is refused (`SQLITE_MISUSE`, ignored) before it changes anything.
+        // The one case SQLite warns of, another thread starting SQLite at this very instant,
+        // is an embedding program's to avoid: it initializes SQLite first, and this does nothing.
+        let none: std::ffi::c_int = 0;
+        let _ = unsafe {
+            rusqlite::ffi::sqlite3_config(
+                rusqlite::ffi::SQLITE_CONFIG_PAGECACHE,
+                std::ptr::null_mut::<std::ffi::c_void>(),
+                none,
+                none,
+            )
+        };
+    });
+}
+
+/// Turns off the connection's lookaside allocator (48 KB, all of it touched when it is set up):
+/// the reading connection is idle most of the time, and its queries are few and large.
+#[allow(unsafe_code)]
+fn no_lookaside(conn: &Connection) {
+    // SAFETY: the handle is this open connection's, used on this thread only, and no statement
+    // has run on it yet (lookaside can only be changed while none of it is in use; SQLite
+    // returns `SQLITE_BUSY` otherwise, which leaves it as it was). The arguments are the
+    // documented buffer (null: SQLite's own), slot size and count.
+    let none: std::ffi::c_int = 0;
+    let _ = unsafe {
+        rusqlite::ffi::sqlite3_db_config(
+            conn.handle(),
+            rusqlite::ffi::SQLITE_DBCONFIG_LOOKASIDE,
+            std::ptr::null_mut::<std::ffi::c_void>(),
+            none,
+            none,
+        )
+    };
 }
 
 /// The writing connection counts the WAL's pages into `pages` after each commit, in place of
@@ -211,11 +268,11 @@ impl SqliteStore {
         if !create && !path.exists() {
             return Err(StoreError::new(format!("there is no activity log at {}", path.display())));
         }
-        let mut write = connect(path, create)?;
+        let mut write = connect(path, create, Role::Write)?;
         migrate(&mut write)?;
         let wal_pages = Arc::new(AtomicU32::new(0));
         count_wal_pages(&mut write, &wal_pages)?;
-        let read = connect(path, false)?;
+        let read = connect(path, false, Role::Read)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
             write: Arc::new(Mutex::new(write)),
@@ -426,5 +483,41 @@ impl Store for SqliteStore {
             )
             .optional()?)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The most lookaside slots `conn` has had in use at once.
+    #[allow(unsafe_code)]
+    fn lookaside_high_water(conn: &Connection) -> std::ffi::c_int {
+        let (mut current, mut high) = (0, 0);
+        // SAFETY: the handle is this open connection's; the out pointers are live locals.
+        let rc = unsafe {
+            rusqlite::ffi::sqlite3_db_status(
+                conn.handle(),
+                rusqlite::ffi::SQLITE_DBSTATUS_LOOKASIDE_USED,
+                &mut current,
+                &mut high,
+                0,
+            )
+        };
+        assert_eq!(rc, rusqlite::ffi::SQLITE_OK);
+        high
+    }
+
+    #[test]
+    fn the_reading_connection_runs_without_lookaside_and_the_writing_one_with_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteStore::open(&dir.path().join("audit.db"), true).expect("open");
+        for conn in [&store.write, &store.read] {
+            let c = conn.lock().expect("lock");
+            let n: i64 = c.query_row("SELECT count(*) FROM audit_records", [], |r| r.get(0)).expect("query");
+            assert_eq!(n, 0);
+        }
+        assert!(lookaside_high_water(&store.write.lock().expect("lock")) > 0, "the writer keeps lookaside");
+        assert_eq!(lookaside_high_water(&store.read.lock().expect("lock")), 0, "the reader has none");
     }
 }
