@@ -105,12 +105,18 @@ for p in "${profiles[@]}"; do
             exit 1
         fi
     done
-    # First what an idle gateway runs, then what serving calls runs, then start-up and shutdown:
-    # `portico serve` gives back its start-up pages (src/pages.rs), and what faults back in is
-    # the front of the list.
-    for f in "$idle_dump" "$idle_dump2" "$work/stdio-$p.out" "$work/http-$p.out" "$start_dump" "$work/idle-$p.out"; do
-        names "$f"
-    done | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
+    # First the allocator (mimalloc, about 80 KB of code: any allocation may take a slow path the
+    # profiled rounds did not, e.g. a fresh page for a size class at a later ping) and the code
+    # that runs just after the pages are given back (src/pages.rs, the end of the announcing
+    # task; the profile runs with the release off); then what an idle gateway runs, then what
+    # serving calls runs, then start-up and shutdown: `portico serve` gives back its start-up
+    # pages, and what faults back in is the front of the list.
+    {
+        grep -E '^_{0,2}mi_|7portico5pages|announce_when_ready|release_startup_pages' "$work/symbols-$p"
+        for f in "$idle_dump" "$idle_dump2" "$work/stdio-$p.out" "$work/http-$p.out" "$start_dump" "$work/idle-$p.out"; do
+            names "$f"
+        done
+    } | awk 'NR == FNR { have[$0] = 1; next } ($0 in have) && !seen[$0]++' "$work/symbols-$p" - > "$work/order-$p"
     echo "$p: $(wc -l < "$work/order-$p") functions" >&2
     cat "$work/order-$p" >> "$work/all"
 done

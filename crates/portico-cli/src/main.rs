@@ -114,6 +114,7 @@ fn main() -> ExitCode {
     // what start-up's deep calls touched of its stack (`pages`).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(pages::note_stack)
         .on_thread_park(pages::release_stack_when_asked)
         .build()
     {

@@ -23,6 +23,15 @@ static STACK_ROUND: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32:
 thread_local! {
     /// The last [`STACK_ROUND`] this thread acted on.
     static STACK_SEEN: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// This thread's stack range (lowest address, size), read when it started
+    /// ([`note_stack`]): reading it later would run the C library's code for it, and its
+    /// allocator's, after their pages were given back.
+    static STACK_RANGE: std::cell::Cell<Option<(usize, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// For the runtime's `on_thread_start`: notes the thread's stack range for later.
+pub(crate) fn note_stack() {
+    STACK_RANGE.with(|r| r.set(stack_range()));
 }
 
 /// How much of the stack below the caller's frame is kept: the frames of the calls made from
@@ -50,22 +59,7 @@ fn release_stack() -> Option<std::ops::Range<usize>> {
     const PAGE: usize = 4096;
     let here = std::hint::black_box(0u8);
     let sp = std::ptr::addr_of!(here) as usize;
-    // SAFETY: `pthread_getattr_np` fills the zeroed attribute object for the calling thread,
-    // which is destroyed after reading its stack range; both take valid pointers to locals.
-    let (low, size) = unsafe {
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return None;
-        }
-        let mut addr: *mut libc::c_void = std::ptr::null_mut();
-        let mut size: libc::size_t = 0;
-        let got = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
-        libc::pthread_attr_destroy(&mut attr);
-        if got != 0 {
-            return None;
-        }
-        (addr as usize, size)
-    };
+    let (low, size) = STACK_RANGE.with(std::cell::Cell::get).or_else(stack_range)?;
     // The stack grows down from `low + size`; the lowest page may be the guard.
     let start = low.checked_add(PAGE)?;
     let end = sp.checked_sub(STACK_MARGIN)? & !(PAGE - 1);
@@ -81,6 +75,30 @@ fn release_stack() -> Option<std::ops::Range<usize>> {
 
 #[cfg(not(target_os = "linux"))]
 fn release_stack() -> Option<std::ops::Range<usize>> {
+    None
+}
+
+/// The calling thread's stack: its lowest address and its size.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn stack_range() -> Option<(usize, usize)> {
+    // SAFETY: `pthread_getattr_np` fills the zeroed attribute object for the calling thread,
+    // which is destroyed after reading its stack range; both take valid pointers to locals.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return None;
+        }
+        let mut addr: *mut libc::c_void = std::ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        let got = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        (got == 0).then_some((addr as usize, size))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn stack_range() -> Option<(usize, usize)> {
     None
 }
 
@@ -266,6 +284,7 @@ Anonymous:             0 kB
             map.iter().filter(|b| *b & 1 == 1).count()
         }
         std::thread::spawn(|| {
+            note_stack();
             // About 200 KB deep, then back: those pages stay resident until given back.
             assert_eq!(deep(200), 200);
             let range = release_stack().expect("Linux has the thread's stack range");
