@@ -396,12 +396,10 @@ mod tests {
     }
 
     use super::*;
-    use crate::config::{self, raw::RawConfig};
+    use crate::config;
 
     fn configs(toml: &str) -> config::Config {
-        let (raw, _) = config::parse_toml(toml).expect("toml");
-        let raw: RawConfig = raw;
-        config::validate(raw, std::path::Path::new("."), &config::expand::Environment).expect("valid")
+        config::for_test(toml)
     }
 
     fn tool(name: &str) -> Tool {

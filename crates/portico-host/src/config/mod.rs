@@ -433,3 +433,10 @@ fn locate(err: ConfigError, text: &str) -> ConfigError {
     }
     err.at_offset(text, offset)
 }
+
+/// A valid config from `toml`, for tests (panics on an invalid one).
+#[cfg(test)]
+pub(crate) fn for_test(toml: &str) -> Config {
+    let (raw, _) = parse_toml(toml).expect("toml");
+    validate(raw, Path::new("."), &expand::Environment).expect("valid")
+}

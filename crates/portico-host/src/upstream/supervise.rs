@@ -425,16 +425,13 @@ async fn sleep_or_never(d: Option<Duration>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{self, raw::RawConfig};
     use crate::upstream::Upstream;
     use tokio::sync::watch;
 
     #[tokio::test]
     async fn an_upstreams_task_holds_a_small_future_between_phases() {
         let toml = "[servers.idle]\ncommand = \"portico-test-never-run\"\nenabled = false\n";
-        let (raw, _) = config::parse_toml(toml).expect("toml");
-        let raw: RawConfig = raw;
-        let mut config = config::validate(raw, std::path::Path::new("."), &config::expand::Environment).expect("valid");
+        let mut config = crate::config::for_test(toml);
         let server = config.servers.remove("idle").expect("one server");
         let state = std::env::temp_dir();
         let up = Upstream::start(
