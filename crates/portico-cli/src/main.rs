@@ -6,6 +6,7 @@
 //! 3 upstream unavailable.
 
 mod approve_cmd;
+mod arena;
 mod ask_tty;
 mod config_cmd;
 mod inspect;

@@ -424,8 +424,8 @@ mod tests {
         let config = config::validate(raw, Path::new("."), &config::expand::Environment).expect("valid");
         let mut catalog = Catalog::default();
         catalog.tools = vec![
-            Tool::without_arguments("read_file").with_annotations(ToolAnnotations::new().with_read_only(true)),
-            Tool::without_arguments("status"),
+            Tool::without_arguments("read_file").with_annotations(ToolAnnotations::new().with_read_only(true)).into(),
+            Tool::without_arguments("status").into(),
         ];
         let registry = Registry::build(config.servers.values().map(|s| (s, &catalog)), "__");
         (config, registry)

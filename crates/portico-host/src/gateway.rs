@@ -72,17 +72,15 @@ impl Gateway {
             .build();
         let gateway = Gateway { host, server, shown: watch::channel(Arc::new(Registry::default())).0 };
         // Updates of watched resources go to the clients that watch them.
-        let mut updates = gateway.host.resource_updates();
         let notify = gateway.server.clone();
-        tokio::spawn(async move {
-            loop {
-                match updates.recv().await {
-                    Ok(uri) => notify.notify_resource_updated(&uri),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(_) => return,
+        let updates =
+            crate::upstream::pass_updates(gateway.host.resource_updates(), gateway.host.watched_later(), move |uris| {
+                for uri in uris {
+                    notify.notify_resource_updated(&uri);
                 }
-            }
-        });
+                true
+            });
+        tokio::spawn(updates);
         let mut registry = gateway.host.watch_registry();
         // What the host has now is offered before `new` returns; changes follow in the task.
         let first = registry.borrow_and_update().clone();

@@ -129,7 +129,7 @@ impl Host {
             switches: crate::switches::Switches::stored_in(&config.gateway.state_dir),
             clients: crate::clients::Clients::default(),
             watching: std::sync::Mutex::new(std::collections::HashMap::new()),
-            resource_updates: tokio::sync::broadcast::channel(256).0,
+            resource_updates: tokio::sync::broadcast::channel(crate::upstream::UPDATES * 4).0,
         });
         let host = Host { inner };
         {
@@ -155,22 +155,17 @@ impl Host {
             self.inner.oversight.clone(),
         );
         // The upstream's resource updates, under the URIs the gateway offers.
-        let mut updates = up.resource_updates();
         let weak = Arc::downgrade(&self.inner);
         let from = name.clone();
-        tokio::spawn(async move {
-            loop {
-                let uri = match updates.recv().await {
-                    Ok(uri) => uri,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(_) => return,
-                };
-                let Some(inner) = weak.upgrade() else { return };
-                let registry = inner.registry.borrow().clone();
+        tokio::spawn(crate::upstream::pass_updates(up.resource_updates(), up.watched_later(), move |uris| {
+            let Some(inner) = weak.upgrade() else { return false };
+            let registry = inner.registry.borrow().clone();
+            for uri in uris {
                 let exposed = registry.exposed_uri(&from, &uri).unwrap_or(uri);
                 let _ = inner.resource_updates.send(exposed);
             }
-        });
+            true
+        }));
         if lazy {
             if let Some(catalog) = load_cached(&cache_path(config, &name)) {
                 up.seed_catalog(catalog);
@@ -222,9 +217,23 @@ impl Host {
     }
 
     /// Updates of watched resources (`notifications/resources/updated` from their upstreams),
-    /// by the URIs the gateway offers.
+    /// by the URIs the gateway offers. A receiver that lags behind (`Lagged`) should treat
+    /// every [watched](Self::watched_resources) resource as updated.
     pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.inner.resource_updates.subscribe()
+    }
+
+    /// The resources watched through [`watch_resource`](Self::watch_resource), by the URIs the
+    /// gateway offers.
+    pub fn watched_resources(&self) -> Vec<String> {
+        watched_uris(&self.inner)
+    }
+
+    /// [`watched_resources`](Self::watched_resources) for a task that must not keep the host
+    /// alive (empty once it is gone).
+    pub(crate) fn watched_later(&self) -> impl Fn() -> Vec<String> + Send + 'static {
+        let weak = Arc::downgrade(&self.inner);
+        move || weak.upgrade().map(|inner| watched_uris(&inner)).unwrap_or_default()
     }
 
     /// How the host introduces itself.
@@ -570,6 +579,11 @@ fn changed_tools(before: &Registry, after: &Registry) -> Vec<crate::router::Tool
 
 /// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
 /// together so connected clients see one `list_changed`.
+fn watched_uris(inner: &Inner) -> Vec<String> {
+    let watching = inner.watching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    watching.keys().cloned().collect()
+}
+
 async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
     loop {
         if changes.changed().await.is_err() {

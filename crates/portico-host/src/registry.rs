@@ -29,8 +29,9 @@ pub const UPSTREAM_META: &str = "dev.portico/upstream";
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Catalog {
-    /// Its tools.
-    pub tools: Vec<Tool>,
+    /// Its tools, each kept as compact JSON: the registry holds them parsed, and an upstream's
+    /// list is only read again when the registry is rebuilt.
+    pub tools: Vec<ListedTool>,
     /// Its prompts.
     pub prompts: Vec<Prompt>,
     /// Its resources.
@@ -41,6 +42,66 @@ pub struct Catalog {
     /// that declares it may become a task.
     #[serde(default)]
     pub tasks: bool,
+}
+
+/// A tool as its upstream listed it, kept as compact JSON.
+///
+/// A parsed [`Tool`] holds its schemas as trees of maps (several hundred bytes per map); its
+/// JSON is a fraction of that. An idle gateway holds every upstream's list for the next rebuild
+/// of the registry, which parses it again ([`ListedTool::tool`]); the registry itself holds the
+/// parsed tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedTool {
+    json: Box<str>,
+    name: Box<str>,
+}
+
+impl ListedTool {
+    /// `tool`, as compact JSON.
+    pub fn new(tool: &Tool) -> ListedTool {
+        // A `Tool` serializes (its maps have string keys); should that ever fail, the tool is
+        // kept as one that takes no arguments rather than lost.
+        let json = serde_json::to_string(tool).unwrap_or_else(|_| {
+            format!(r#"{{"name":{},"inputSchema":{{"type":"object"}}}}"#, serde_json::Value::from(tool.name.as_str()))
+        });
+        ListedTool { json: json.into(), name: tool.name.as_str().into() }
+    }
+
+    /// The tool's name at its upstream.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tool, parsed.
+    pub fn tool(&self) -> Tool {
+        // It was made from a `Tool` (or read as one from a file), so it parses.
+        serde_json::from_str(&self.json).unwrap_or_else(|_| Tool::without_arguments(self.name.as_ref()))
+    }
+
+    /// The compact JSON.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+impl From<Tool> for ListedTool {
+    fn from(tool: Tool) -> Self {
+        ListedTool::new(&tool)
+    }
+}
+
+impl serde::Serialize for ListedTool {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&self.json).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ListedTool {
+    /// Read as a [`Tool`] (so a file that holds something else is refused), then kept compact.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Tool::deserialize(d).map(ListedTool::from)
+    }
 }
 
 /// Where an exposed item comes from.
@@ -233,18 +294,19 @@ impl Registry {
         for (config, catalog) in &upstreams {
             let server = config.name.as_str();
             let filter = Filter::new(&config.include, &config.exclude);
-            for tool in &catalog.tools {
-                if !filter.allows(&tool.name) {
+            for listed in &catalog.tools {
+                let name = listed.name();
+                if !filter.allows(name) {
                     continue;
                 }
-                let local = config.rename.get(&tool.name).map_or(tool.name.as_str(), String::as_str);
+                let local = config.rename.get(name).map_or(name, String::as_str);
                 let exposed = exposed_name(&config.prefix, separator, local);
-                let origin = Origin { server: server.to_owned(), name: tool.name.clone() };
+                let origin = Origin { server: server.to_owned(), name: name.to_owned() };
                 if let Some(kept) = reg.tools.get(&exposed) {
                     reg.conflicts.push(Conflict { exposed, kept: kept.origin.clone(), dropped: origin });
                     continue;
                 }
-                let mut tool = tool.clone();
+                let mut tool = listed.tool();
                 upstream_meta(&mut tool.meta, server, "name", &tool.name);
                 tool.name.clone_from(&exposed);
                 reg.tools.insert(exposed, ToolEntry { tool: Arc::new(tool), origin, tasks: catalog.tasks });
@@ -407,7 +469,31 @@ mod tests {
     }
 
     fn catalog(tools: &[&str]) -> Catalog {
-        Catalog { tools: tools.iter().map(|t| tool(t)).collect(), ..Catalog::default() }
+        Catalog { tools: tools.iter().map(|t| ListedTool::new(&tool(t))).collect(), ..Catalog::default() }
+    }
+
+    #[test]
+    fn a_listed_tool_is_kept_as_json_and_parses_back_the_same() {
+        let mut t = tool("query").with_description("Runs SQL");
+        t.input_schema = portico::schema::object(json!({
+            "type": "object",
+            "properties": { "sql": { "type": "string" }, "limit": { "type": "integer", "maximum": 1e3 } },
+            "x-vendor": [1, 2.5, null]
+        }));
+        t.extra.insert("vendorField".into(), json!({"kept": true}));
+        let listed = ListedTool::new(&t);
+        assert_eq!(listed.name(), "query");
+        assert_eq!(listed.tool(), t);
+        assert!(!listed.json().contains('\n') && listed.json().starts_with('{'), "{}", listed.json());
+        // The cache file of a lazy server: written and read back whole; a file whose tool is
+        // not a tool is refused rather than offered.
+        let catalog = Catalog { tools: vec![listed.clone()], tasks: true, ..Catalog::default() };
+        let file = serde_json::to_vec(&catalog).expect("serialize");
+        let read: Catalog = serde_json::from_slice(&file).expect("read back");
+        assert_eq!(read, catalog);
+        assert_eq!(read.tools[0].tool(), t);
+        let broken = serde_json::to_vec(&json!({"tools": [{"description": "no name"}]})).expect("json");
+        assert!(serde_json::from_slice::<Catalog>(&broken).is_err());
     }
 
     #[test]
@@ -417,8 +503,8 @@ mod tests {
         let git = catalog(&["log"]);
         let before = Registry::build(two.servers.values().zip([&files, &git]), "__");
         let mut git = git.clone();
-        git.tools[0].description = Some("changed".into());
-        git.tools.push(tool("diff"));
+        git.tools[0] = tool("log").with_description("changed").into();
+        git.tools.push(tool("diff").into());
         let mut after = Registry::build(two.servers.values().zip([&files, &git]), "__");
         after.share_unchanged(&before);
         let shared = |name: &str| Arc::ptr_eq(&before.tools[name].tool, &after.tools[name].tool);
@@ -473,7 +559,7 @@ mod tests {
         let cfg = configs("[servers.m]\ncommand = \"x\"\n");
         let mut t = tool("add");
         t.description = Some("Adds".into());
-        let c = Catalog { tools: vec![t, tool("bare")], ..Catalog::default() };
+        let c = Catalog { tools: vec![t.into(), tool("bare").into()], ..Catalog::default() };
         let reg = Registry::build(cfg.servers.values().map(|s| (s, &c)), "__");
         let openai = reg.openai_tools();
         assert_eq!(openai[0]["type"], "function");

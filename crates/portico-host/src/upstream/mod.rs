@@ -97,6 +97,34 @@ pub enum UpstreamError {
     },
 }
 
+/// How many resource updates an upstream's channel holds for a receiver that has not read them
+/// yet (see [`Upstream::resource_updates`]). The host's receiver passes each on at once; one that
+/// falls behind anyway treats every watched resource as updated, so a small channel loses no
+/// update, and an idle upstream does not hold hundreds of empty slots.
+pub const UPDATES: usize = 16;
+
+/// Passes on each resource update from `updates` (`send` returns `false` to stop), until the
+/// channel closes. When some were missed (the receiver lagged), every URI that `watched`
+/// returns is passed on instead: a resource said to be updated that was not costs a client one
+/// read, while an update lost would leave it showing stale contents.
+pub(crate) async fn pass_updates(
+    mut updates: tokio::sync::broadcast::Receiver<String>,
+    watched: impl Fn() -> Vec<String>,
+    mut send: impl FnMut(Vec<String>) -> bool,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let uris = match updates.recv().await {
+            Ok(uri) => vec![uri],
+            Err(RecvError::Lagged(_)) => watched(),
+            Err(RecvError::Closed) => return,
+        };
+        if !send(uris) {
+            return;
+        }
+    }
+}
+
 /// A connected client and the process behind it.
 struct Live {
     client: Arc<Client>,
@@ -132,7 +160,7 @@ struct Shared {
     oversight: Arc<dyn crate::router::Oversight>,
     /// The upstream resources someone downstream watches: subscribed while the server runs.
     watched: watch::Sender<std::collections::BTreeSet<String>>,
-    /// `notifications/resources/updated` from the upstream (its own URIs).
+    /// `notifications/resources/updated` from the upstream (its own URIs); [`UPDATES`] slots.
     updated: tokio::sync::broadcast::Sender<String>,
 }
 
@@ -222,7 +250,7 @@ impl Upstream {
             changes,
             oversight,
             watched: watch::channel(std::collections::BTreeSet::new()).0,
-            updated: tokio::sync::broadcast::channel(256).0,
+            updated: tokio::sync::broadcast::channel(UPDATES).0,
             config,
         });
         if shared.config.enabled {
@@ -238,9 +266,23 @@ impl Upstream {
         self.shared.watched.send_if_modified(|set| if on { set.insert(uri.to_owned()) } else { set.remove(uri) });
     }
 
-    /// The upstream's `notifications/resources/updated`, by its own URIs.
+    /// The upstream's `notifications/resources/updated`, by its own URIs. The channel holds
+    /// [`UPDATES`] of them: a receiver that lags behind is told so (`Lagged`) and should treat
+    /// every [watched](Self::watched_resources) resource as updated.
     pub fn resource_updates(&self) -> tokio::sync::broadcast::Receiver<String> {
         self.shared.updated.subscribe()
+    }
+
+    /// The upstream resources being watched (see [`watch_resource`](Self::watch_resource)).
+    pub fn watched_resources(&self) -> Vec<String> {
+        self.shared.watched.borrow().iter().cloned().collect()
+    }
+
+    /// [`watched_resources`](Self::watched_resources) for a task that must not keep the
+    /// upstream alive (empty once it is gone).
+    pub(crate) fn watched_later(&self) -> impl Fn() -> Vec<String> + Send + 'static {
+        let weak = Arc::downgrade(&self.shared);
+        move || weak.upgrade().map(|shared| shared.watched.borrow().iter().cloned().collect()).unwrap_or_default()
     }
 
     /// Its config.
@@ -595,5 +637,46 @@ impl std::io::Write for Counter {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pass_updates;
+
+    #[tokio::test]
+    async fn updates_missed_by_a_lagging_receiver_become_updates_of_everything_watched() {
+        let (tx, rx) = tokio::sync::broadcast::channel(2);
+        // Five updates into two slots before the receiver reads: it lags, then reads the last two.
+        for uri in ["a", "b", "c", "d", "e"] {
+            tx.send(uri.to_owned()).expect("a receiver");
+        }
+        drop(tx);
+        let mut sent = Vec::new();
+        pass_updates(
+            rx,
+            || vec!["w1".to_owned(), "w2".to_owned()],
+            |uris| {
+                sent.push(uris);
+                true
+            },
+        )
+        .await;
+        assert_eq!(sent, [vec!["w1", "w2"], vec!["d"], vec!["e"]]);
+    }
+
+    #[tokio::test]
+    async fn passing_updates_stops_when_told_or_when_the_channel_closes() {
+        let (tx, rx) = tokio::sync::broadcast::channel(4);
+        tx.send("a".to_owned()).expect("a receiver");
+        tx.send("b".to_owned()).expect("a receiver");
+        let mut sent = 0;
+        // `tx` is still alive: only `send`'s `false` ends it.
+        pass_updates(rx, Vec::new, |_| {
+            sent += 1;
+            false
+        })
+        .await;
+        assert_eq!(sent, 1);
     }
 }
