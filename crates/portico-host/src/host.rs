@@ -577,13 +577,14 @@ fn changed_tools(before: &Registry, after: &Registry) -> Vec<crate::router::Tool
     changes
 }
 
-/// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
-/// together so connected clients see one `list_changed`.
+/// The URIs being watched (see `Host::watch_resource`).
 fn watched_uris(inner: &Inner) -> Vec<String> {
     let watching = inner.watching.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     watching.keys().cloned().collect()
 }
 
+/// Rebuilds the registry when upstreams' catalogs change, gathering changes that arrive
+/// together so connected clients see one `list_changed`.
 async fn rebuild(inner: std::sync::Weak<Inner>, mut changes: watch::Receiver<u64>) {
     loop {
         if changes.changed().await.is_err() {
