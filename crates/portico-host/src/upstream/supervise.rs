@@ -434,20 +434,24 @@ mod tests {
     use crate::upstream::Upstream;
     use tokio::sync::watch;
 
-    #[tokio::test]
-    async fn an_upstreams_task_holds_a_small_future_between_phases() {
+    /// A disabled upstream: its shared state, with no task running it.
+    fn disabled_upstream() -> Upstream {
         let toml = "[servers.idle]\ncommand = \"portico-test-never-run\"\nenabled = false\n";
         let mut config = crate::config::for_test(toml);
         let server = config.servers.remove("idle").expect("one server");
-        let state = std::env::temp_dir();
-        let up = Upstream::start(
+        Upstream::start(
             server,
             portico::schema::Implementation::new("t", "0"),
             None,
-            state,
+            std::env::temp_dir(),
             watch::channel(0).0,
             Arc::new(crate::router::Unsupervised),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn an_upstreams_task_holds_a_small_future_between_phases() {
+        let up = disabled_upstream();
         // The task's own future, what a spawned upstream holds for as long as it lives. Its
         // phases (connecting, about 18 KB; running) are boxed while they run.
         let task = supervise(up.shared.clone());
@@ -457,17 +461,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_running_upstream_waits_in_a_small_future() {
-        let toml = "[servers.idle]\ncommand = \"portico-test-never-run\"\nenabled = false\n";
-        let mut config = crate::config::for_test(toml);
-        let server = config.servers.remove("idle").expect("one server");
-        let up = Upstream::start(
-            server,
-            portico::schema::Implementation::new("t", "0"),
-            None,
-            std::env::temp_dir(),
-            watch::channel(0).0,
-            Arc::new(crate::router::Unsupervised),
-        );
+        let up = disabled_upstream();
         let upstream = portico::server::Server::builder(portico::schema::Implementation::new("s", "1")).build();
         let (a, b) = portico::transport::memory::pair();
         upstream.connect(b);
