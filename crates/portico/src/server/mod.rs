@@ -37,7 +37,7 @@ mod handler;
 mod input;
 #[cfg(feature = "fuzzing")]
 pub(crate) use input::fuzz_open as fuzz_open_input;
-mod registry;
+pub(crate) mod registry;
 pub mod sealed;
 pub(crate) mod stack;
 mod tasks;
@@ -285,10 +285,10 @@ impl Server {
         Arc::new(era::EraLayer::new(self.clone()))
     }
 
-    /// The input schema of the tool `name` (enabled or not), for a transport that checks what
-    /// the request's headers mirror of its arguments.
+    /// The input schema of the tool `name` (enabled or not) when it mirrors some argument in an
+    /// `Mcp-Param-*` header, for a transport that checks those headers; `None` for any other tool.
     #[cfg(feature = "http-server")]
-    pub(crate) fn tool_input_schema(
+    pub(crate) fn mirroring_input_schema(
         &self,
         name: &str,
     ) -> Option<impl std::ops::Deref<Target = portico_schema::JsonObject> + use<>> {
@@ -299,7 +299,7 @@ impl Server {
                 &self.0.def.input_schema
             }
         }
-        self.registry().tools.get(name).cloned().map(InputSchema)
+        self.registry().tools.get(name).filter(|t| t.mirrors_params).cloned().map(InputSchema)
     }
 
     /// Whether the tasks extension is offered now (some tool supports tasks).

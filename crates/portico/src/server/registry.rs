@@ -255,6 +255,20 @@ pub(crate) struct ToolEntry {
     pub tasks: super::TaskSupport,
     /// The compiled input schema (feature `validate`).
     pub validator: Option<super::validate::ArgumentValidator>,
+    /// Whether the input schema mirrors some argument in an `Mcp-Param-*` header
+    /// ([`mirrored_params`]), worked out once here rather than per request.
+    pub mirrors_params: bool,
+}
+
+/// `(property, header name)` for every top-level property of an input schema annotated with
+/// `x-mcp-header` (the 2026-07-28 Streamable HTTP `Mcp-Param-*` headers).
+pub(crate) fn mirrored_params(schema: &portico_schema::JsonObject) -> impl Iterator<Item = (&str, &str)> {
+    schema
+        .get("properties")
+        .and_then(serde_json::Value::as_object)
+        .into_iter()
+        .flat_map(|props| props.iter())
+        .filter_map(|(name, p)| p.get("x-mcp-header").and_then(serde_json::Value::as_str).map(|h| (name.as_str(), h)))
 }
 
 pub(crate) struct ResourceEntry {
@@ -319,7 +333,8 @@ impl Registry {
     /// Adds or replaces a tool (enabled).
     pub(crate) fn insert_tool(&mut self, def: Arc<Tool>, handler: ErasedTool, tasks: super::TaskSupport) {
         let validator = super::validate::ArgumentValidator::compile(&def);
-        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks, validator };
+        let mirrors_params = mirrored_params(&def.input_schema).next().is_some();
+        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks, validator, mirrors_params };
         self.tools.insert(entry.def.name.clone(), Arc::new(entry));
     }
 

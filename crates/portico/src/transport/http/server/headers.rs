@@ -5,13 +5,16 @@ use std::borrow::Cow;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use portico_schema::{ErrorObject, JsonObject};
 use serde_json::Value;
 
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub(crate) const METHOD: &str = "mcp-method";
-pub(crate) const NAME: &str = "mcp-name";
+use crate::server::registry::mirrored_params;
+
+// `HeaderName`s, so that looking them up does not parse the name again.
+pub(crate) const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+pub(crate) const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+pub(crate) const NAME: HeaderName = HeaderName::from_static("mcp-name");
 pub(crate) const PARAM_PREFIX: &str = "mcp-param-";
 
 /// Decodes a header value: `=?base64?…?=` carries non-ASCII or unsafe values.
@@ -22,7 +25,10 @@ pub(crate) fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a str>, ErrorObject> {
+fn header<'a, N>(headers: &'a HeaderMap, name: N) -> Result<Option<&'a str>, ErrorObject>
+where
+    N: http::header::AsHeaderName + std::fmt::Display + Copy,
+{
     match headers.get(name) {
         None => Ok(None),
         Some(v) => v.to_str().map(Some).map_err(|_| mismatch(format!("header {name} has invalid characters"))),
@@ -45,7 +51,7 @@ pub(crate) struct BodyFacts<'a> {
 
 /// Checks every mirrored header against the body.
 pub(crate) fn validate(headers: &HeaderMap, body: &BodyFacts<'_>) -> Result<(), ErrorObject> {
-    match header(headers, PROTOCOL_VERSION)? {
+    match header(headers, &PROTOCOL_VERSION)? {
         Some(v) if v == body.version => {}
         Some(v) => {
             return Err(mismatch(format!(
@@ -55,13 +61,13 @@ pub(crate) fn validate(headers: &HeaderMap, body: &BodyFacts<'_>) -> Result<(), 
         }
         None => return Err(mismatch("missing MCP-Protocol-Version header")),
     }
-    match header(headers, METHOD)? {
+    match header(headers, &METHOD)? {
         Some(m) if m == body.method => {}
         Some(m) => return Err(mismatch(format!("Mcp-Method {m} does not match method {}", body.method))),
         None => return Err(mismatch("missing Mcp-Method header")),
     }
     if let Some(name) = body.name {
-        match header(headers, NAME)?.map(decode_value) {
+        match header(headers, &NAME)?.map(decode_value) {
             Some(Some(h)) if h == name => {}
             Some(_) => return Err(mismatch("Mcp-Name does not match the body")),
             None => return Err(mismatch("missing Mcp-Name header")),
@@ -80,21 +86,6 @@ pub(crate) fn validate(headers: &HeaderMap, body: &BodyFacts<'_>) -> Result<(), 
         }
     }
     Ok(())
-}
-
-/// `(property, header name)` for every top-level property annotated with `x-mcp-header`.
-/// True when the tool's input schema mirrors some property in an `Mcp-Param-*` header.
-pub(crate) fn mirrors_params(schema: &JsonObject) -> bool {
-    mirrored_params(schema).next().is_some()
-}
-
-fn mirrored_params(schema: &JsonObject) -> impl Iterator<Item = (&str, &str)> {
-    schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|props| props.iter())
-        .filter_map(|(name, p)| p.get("x-mcp-header").and_then(Value::as_str).map(|h| (name.as_str(), h)))
 }
 
 fn param_matches(value: &Value, header: &str) -> bool {
@@ -117,10 +108,10 @@ mod tests {
     use http::HeaderValue;
     use serde_json::json;
 
-    fn h(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    fn h(pairs: &[(HeaderName, &str)]) -> HeaderMap {
         let mut m = HeaderMap::new();
         for (k, v) in pairs {
-            m.insert(*k, HeaderValue::from_str(v).expect("value"));
+            m.insert(k.clone(), HeaderValue::from_str(v).expect("value"));
         }
         m
     }
@@ -156,7 +147,7 @@ mod tests {
         }});
         let schema = schema.as_object().expect("object");
         let base = [(PROTOCOL_VERSION, "2026-07-28"), (METHOD, "tools/call"), (NAME, "t")];
-        let check = |args: Value, extra: &[(&'static str, &str)]| {
+        let check = |args: Value, extra: &[(HeaderName, &str)]| {
             let mut pairs = base.to_vec();
             pairs.extend_from_slice(extra);
             let args = args.as_object().cloned();
@@ -170,12 +161,16 @@ mod tests {
         };
         assert!(check(
             json!({"region": "eu", "count": 7, "dry": true}),
-            &[("mcp-param-region", "eu"), ("mcp-param-count", "007"), ("mcp-param-dry", "true")]
+            &[
+                (HeaderName::from_static("mcp-param-region"), "eu"),
+                (HeaderName::from_static("mcp-param-count"), "007"),
+                (HeaderName::from_static("mcp-param-dry"), "true")
+            ]
         ));
         assert!(check(json!({"plain": "x"}), &[]), "absent values need no header");
         assert!(!check(json!({"region": "eu"}), &[]), "a mirrored value needs its header");
-        assert!(!check(json!({"region": "eu"}), &[("mcp-param-region", "us")]));
-        assert!(!check(json!({}), &[("mcp-param-region", "eu")]), "a header without a value");
-        assert!(!check(json!({"dry": false}), &[("mcp-param-dry", "False")]));
+        assert!(!check(json!({"region": "eu"}), &[(HeaderName::from_static("mcp-param-region"), "us")]));
+        assert!(!check(json!({}), &[(HeaderName::from_static("mcp-param-region"), "eu")]), "a header without a value");
+        assert!(!check(json!({"dry": false}), &[(HeaderName::from_static("mcp-param-dry"), "False")]));
     }
 }

@@ -38,7 +38,7 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::header::{ACCEPT, ALLOW, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use portico_schema::{ErrorObject, ProtocolVersion};
 use tokio::net::{TcpListener, ToSocketAddrs};
 
@@ -51,8 +51,8 @@ use security::HostPolicy;
 use sessions::{Busy, GET_STREAM, SessionStore};
 use sse::{CancelOnDrop, OnDrop, SseItem};
 
-/// `Mcp-Session-Id`.
-pub(crate) const SESSION_ID: &str = "mcp-session-id";
+/// `Mcp-Session-Id` (a `HeaderName`, so lookups do not parse the name again).
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// A Streamable HTTP endpoint serving a [`Server`]. Configure it, then mount it with
 /// [`router`](Self::router) or run it with [`serve`](Self::serve).
@@ -350,12 +350,42 @@ fn accepts(headers: &HeaderMap, what: &str) -> bool {
     let what = what.as_bytes();
     let main_type = what.split(|&b| b == b'/').next().unwrap_or(what);
     // Byte slices: `str::split` sets up a searcher per call, which costs more than this scan.
-    accept.as_bytes().split(|&b| b == b',').any(|p| {
-        let p = p.split(|&b| b == b';').next().unwrap_or(p).trim_ascii();
-        p.eq_ignore_ascii_case(what)
-            || p == b"*/*"
-            || p.strip_suffix(b"/*").is_some_and(|t| t.eq_ignore_ascii_case(main_type))
-    })
+    media_ranges(accept.as_bytes()).any(|p| admits(p, what, main_type))
+}
+
+/// The media ranges of an `Accept` value, parameters cut off.
+fn media_ranges(accept: &[u8]) -> impl Iterator<Item = &[u8]> {
+    accept.split(|&b| b == b',').map(|p| p.split(|&b| b == b';').next().unwrap_or(p).trim_ascii())
+}
+
+fn admits(range: &[u8], what: &[u8], main_type: &[u8]) -> bool {
+    range.eq_ignore_ascii_case(what)
+        || range == b"*/*"
+        || range.strip_suffix(b"/*").is_some_and(|t| t.eq_ignore_ascii_case(main_type))
+}
+
+/// What a POST's `Accept` admits of the two answers, read in one pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Accepted {
+    /// `application/json`.
+    pub json: bool,
+    /// `text/event-stream`.
+    pub sse: bool,
+}
+
+impl Accepted {
+    fn of(headers: &HeaderMap) -> Accepted {
+        let Some(accept) = headers.get(ACCEPT) else { return Accepted { json: true, sse: true } };
+        let mut a = Accepted { json: false, sse: false };
+        for range in media_ranges(accept.as_bytes()) {
+            a.json |= admits(range, b"application/json", b"application");
+            a.sse |= admits(range, b"text/event-stream", b"text");
+            if a.json && a.sse {
+                break;
+            }
+        }
+        a
+    }
 }
 
 async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -496,5 +526,25 @@ mod tests {
         assert!(!accepts(&with_accept("application/*json"), "application/json"));
         assert!(accepts(&with_accept("image/png, */*;q=0.1"), "application/json"));
         assert!(!accepts(&with_accept("image/png"), "application/json"));
+    }
+
+    #[test]
+    fn one_pass_over_accept_agrees_with_asking_twice() {
+        for v in [
+            "application/json, text/event-stream",
+            "Application/JSON;q=0.9",
+            "text/*",
+            "application/*json",
+            "image/png, */*;q=0.1",
+            "image/png",
+            "text/event-stream",
+            "",
+            " , ;",
+        ] {
+            let h = with_accept(v);
+            let want = Accepted { json: accepts(&h, "application/json"), sse: accepts(&h, "text/event-stream") };
+            assert_eq!(Accepted::of(&h), want, "Accept: {v:?}");
+        }
+        assert_eq!(Accepted::of(&HeaderMap::new()), Accepted { json: true, sse: true });
     }
 }

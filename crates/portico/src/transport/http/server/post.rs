@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::respond::{Outcome, Run};
 use super::sessions::{Busy, Full, GET_STREAM};
-use super::{SESSION_ID, Shared, accepts, error_response, headers, session_header};
+use super::{Accepted, SESSION_ID, Shared, error_response, headers, session_header};
 use crate::peek::{ParamsPeek, RequestMeta, may_hold_meta};
 use crate::rpc::link::{self, Frame, Incoming, Invalid, Link, Outgoing};
 
@@ -39,7 +39,8 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
             &ErrorObject::invalid_request("Content-Type must be application/json"),
         );
     }
-    if !accepts(headers, "application/json") && !accepts(headers, "text/event-stream") {
+    let accept = Accepted::of(headers);
+    if !accept.json && !accept.sse {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
             None,
@@ -75,7 +76,7 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
     };
     match link::decode(&bytes) {
         Frame::Single(Err(Invalid { id, error })) => error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error),
-        Frame::Single(Ok(msg)) => single(shared, headers, ext, msg).await,
+        Frame::Single(Ok(msg)) => single(shared, headers, accept, ext, msg).await,
         Frame::Batch(items) => batch(shared, headers, ext, items).await,
     }
 }
@@ -116,7 +117,7 @@ fn peek_stateless(params: Option<&RawValue>) -> Result<Option<(RequestMeta<'_>, 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
 /// 2025-03-26 is assumed); anything else is 400.
 fn handshake_version_refused(headers: &HeaderMap) -> Option<Response> {
-    match headers.get(headers::PROTOCOL_VERSION).map(|v| v.to_str().ok().and_then(ProtocolVersion::parse)) {
+    match headers.get(&headers::PROTOCOL_VERSION).map(|v| v.to_str().ok().and_then(ProtocolVersion::parse)) {
         None | Some(Some(_)) => None,
         Some(None) => {
             let e = ErrorObject::invalid_request("unsupported MCP-Protocol-Version");
@@ -133,7 +134,13 @@ fn accepted() -> Response {
     StatusCode::ACCEPTED.into_response()
 }
 
-async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, msg: Incoming<'_>) -> Response {
+async fn single(
+    shared: Arc<Shared>,
+    headers: &HeaderMap,
+    accept: Accepted,
+    ext: http::Extensions,
+    msg: Incoming<'_>,
+) -> Response {
     let sid = session_header(headers);
     let owner = super::principal(&ext);
     let session = sid.and_then(|id| shared.sessions.get(id, owner.as_deref()));
@@ -152,17 +159,17 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions,
             // The dual-era rule: a request carrying the stateless `_meta` is a 2026-07-28
             // request, whatever its method (`initialize` included, which that revision lacks).
             if let Some(peek) = peek {
-                return stateless(&shared, headers, ext, id, &method, params, peek).await;
+                return stateless(&shared, headers, accept, ext, id, &method, params, peek).await;
             }
             if method == methods::INITIALIZE {
-                return initialize(&shared, headers, ext, id, params).await;
+                return initialize(&shared, accept, ext, id, params).await;
             }
             match (sid, session) {
                 (Some(_), Some(s)) => {
                     if let Some(r) = handshake_version_refused(headers) {
                         return r;
                     }
-                    let ctx = Run::session(&shared, headers, ext, s);
+                    let ctx = Run::session(&shared, accept, ext, s);
                     ctx.run(id, &method, params).await.0
                 }
                 (Some(_), None) => unknown_session(),
@@ -202,7 +209,7 @@ async fn single(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions,
 
 async fn initialize(
     shared: &Arc<Shared>,
-    headers: &HeaderMap,
+    accept: Accepted,
     ext: http::Extensions,
     id: RequestId,
     params: Option<&RawValue>,
@@ -226,7 +233,7 @@ async fn initialize(
             s.emit(GET_STREAM, m.into_bytes());
         }
     });
-    let ctx = Run::session(shared, headers, ext, session.clone());
+    let ctx = Run::session(shared, accept, ext, session.clone());
     let (mut response, outcome) = ctx.run(id, methods::INITIALIZE, params).await;
     if outcome == Outcome::Ok {
         if let Ok(v) = HeaderValue::from_str(&session.id) {
@@ -239,9 +246,11 @@ async fn initialize(
     response
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn stateless(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
+    accept: Accepted,
     mut ext: http::Extensions,
     id: RequestId,
     method: &str,
@@ -259,7 +268,7 @@ async fn stateless(
     }
     peek.meta = Some(meta);
     shared.stateless.resolve_ahead(method, peek, &mut ext);
-    let ctx = Run::stateless(shared, headers, ext);
+    let ctx = Run::stateless(shared, accept, ext);
     ctx.run(id, method, params).await.0
 }
 
@@ -314,9 +323,9 @@ fn check_mirrored(
     // The arguments are decoded only for a tool that mirrors some of them in headers.
     let arguments: Option<JsonObject>;
     let tool = if method == methods::TOOLS_CALL {
-        schema = name.and_then(|n| shared.server.tool_input_schema(n));
+        schema = name.and_then(|n| shared.server.mirroring_input_schema(n));
         match schema.as_deref() {
-            Some(schema) if headers::mirrors_params(schema) => {
+            Some(schema) => {
                 arguments = match target.arguments {
                     Some(a) => Some(
                         serde_json::from_str(a.get())

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderValue, StatusCode};
 use portico_schema::{ProtocolVersion, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -15,7 +15,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::sessions::{Busy, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
-use super::{SESSION_ID, Shared, accepts, sse_response};
+use super::{Accepted, SESSION_ID, Shared, sse_response};
 use crate::rpc::link::{self, Exchange, Link, Outgoing};
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -39,27 +39,15 @@ pub(super) struct Run<'a> {
 impl<'a> Run<'a> {
     pub(super) fn session(
         shared: &'a Shared,
-        headers: &HeaderMap,
+        accepted: Accepted,
         extensions: http::Extensions,
         s: Arc<HttpSession>,
     ) -> Self {
-        Run {
-            shared,
-            session: Some(s),
-            allow_sse: accepts(headers, "text/event-stream"),
-            allow_json: accepts(headers, "application/json"),
-            extensions,
-        }
+        Run { shared, session: Some(s), allow_sse: accepted.sse, allow_json: accepted.json, extensions }
     }
 
-    pub(super) fn stateless(shared: &'a Shared, headers: &HeaderMap, extensions: http::Extensions) -> Self {
-        Run {
-            shared,
-            session: None,
-            allow_sse: accepts(headers, "text/event-stream"),
-            allow_json: accepts(headers, "application/json"),
-            extensions,
-        }
+    pub(super) fn stateless(shared: &'a Shared, accepted: Accepted, extensions: http::Extensions) -> Self {
+        Run { shared, session: None, allow_sse: accepted.sse, allow_json: accepted.json, extensions }
     }
 
     fn link(&self) -> &Link {

@@ -19,22 +19,23 @@ impl HostPolicy {
         HostPolicy { hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()], origins: Vec::new() }
     }
 
+    /// Whether `host` (as [`host_of`] cut it) is allowed; host names compare case-insensitively.
     fn host_allowed(&self, host: &str) -> bool {
-        self.hosts.is_empty() || self.hosts.iter().any(|h| h == host)
+        self.hosts.is_empty() || self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
     }
 }
 
-/// The host part of `host[:port]` (brackets kept for IPv6), lower case.
-fn host_of(authority: &str) -> String {
-    let a = authority.trim().to_ascii_lowercase();
+/// The host part of `host[:port]` (brackets kept for IPv6), borrowed: no allocation per request.
+fn host_of(authority: &str) -> &str {
+    let a = authority.trim();
     if a.starts_with('[') {
         return match a.find(']') {
-            Some(end) => a[..=end].to_owned(),
+            Some(end) => &a[..=end],
             None => a,
         };
     }
     match a.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h.to_owned(),
+        Some((h, port)) if port.bytes().all(|c| c.is_ascii_digit()) => h,
         _ => a,
     }
 }
@@ -49,7 +50,7 @@ pub(crate) enum Refused {
 /// Checks `Host` (always) and `Origin` (when present; browsers send it).
 pub(crate) fn check(policy: &HostPolicy, headers: &HeaderMap) -> Result<(), Refused> {
     let host = headers.get(HOST).and_then(|h| h.to_str().ok()).ok_or(Refused::Host)?;
-    if !policy.host_allowed(&host_of(host)) {
+    if !policy.host_allowed(host_of(host)) {
         return Err(Refused::Host);
     }
     if let Some(origin) = headers.get(ORIGIN) {
@@ -58,7 +59,7 @@ pub(crate) fn check(policy: &HostPolicy, headers: &HeaderMap) -> Result<(), Refu
             return Ok(());
         }
         let Some((scheme, rest)) = origin.split_once("://") else { return Err(Refused::Origin) };
-        if !matches!(scheme, "http" | "https") || !policy.host_allowed(&host_of(rest)) {
+        if !matches!(scheme, "http" | "https") || !policy.host_allowed(host_of(rest)) {
             return Err(Refused::Origin);
         }
     }
@@ -82,7 +83,7 @@ mod tests {
     #[test]
     fn loopback_is_allowed_and_everything_else_refused() {
         let p = HostPolicy::localhost();
-        for ok in ["localhost:8080", "127.0.0.1:3000", "[::1]:80", "LOCALHOST"] {
+        for ok in ["localhost:8080", "127.0.0.1:3000", "[::1]:80", "LOCALHOST", "LocalHost:80", " [::1] "] {
             assert_eq!(check(&p, &headers(ok, None)), Ok(()), "{ok}");
         }
         assert_eq!(check(&p, &headers("localhost:1", Some("http://localhost:5173"))), Ok(()));
