@@ -527,6 +527,32 @@ async fn a_stalled_sse_reader_is_bounded_in_bytes_as_well_as_messages() {
 }
 
 #[tokio::test]
+async fn serve_answers_at_mcp_and_nowhere_else() {
+    let srv = start(|h| h.without_legacy_sse()).await;
+    let base = srv.url.trim_end_matches("/mcp").to_owned();
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}});
+    let post = |url: String| {
+        srv.http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(init.to_string())
+            .send()
+    };
+    // The path alone decides: a query string is still the endpoint.
+    assert_eq!(post(format!("{}?x=1", srv.url)).await.expect("post").status(), 200);
+    for elsewhere in ["/mcp/", "/MCP", "/", "/mcp2", "/sse"] {
+        let r = post(format!("{base}{elsewhere}")).await.expect("post");
+        assert_eq!(r.status(), 404, "{elsewhere}");
+    }
+    let r = srv.http.get(format!("{base}/other")).send().await.expect("get");
+    assert_eq!(r.status(), 404);
+    // A method the endpoint does not serve, at its path.
+    let r = srv.http.put(&srv.url).send().await.expect("put");
+    assert_eq!(r.status(), 405);
+}
+
+#[tokio::test]
 async fn legacy_http_sse_transport() {
     let srv = start(|h| h).await;
     let base = srv.url.trim_end_matches("/mcp").to_owned();

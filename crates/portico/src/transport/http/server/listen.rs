@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
@@ -65,6 +66,24 @@ pub async fn serve_app(
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: ServeOptions,
 ) -> std::io::Result<()> {
+    serve_service(listener, TowerToHyperService::new(app), shutdown, options).await
+}
+
+/// [`serve_app`]'s accept loop, for any hyper service (each connection gets a clone).
+pub(super) async fn serve_service<S, B>(
+    listener: TcpListener,
+    app: S,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
+) -> std::io::Result<()>
+where
+    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -92,8 +111,7 @@ pub async fn serve_app(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(app.clone());
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), app.clone()));
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection ended with an error");
