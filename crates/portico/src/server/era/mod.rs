@@ -276,7 +276,9 @@ impl EraLayer {
             server: self.server.clone(),
             last_progress: Mutex::new(None),
             close_stream: req.close_stream.clone(),
-            extensions: req.extensions.clone(),
+            // An emptied map (the era resolved ahead was taken out of it) still holds its
+            // table, which a clone would copy.
+            extensions: if req.extensions.is_empty() { http::Extensions::new() } else { req.extensions.clone() },
             trace: era.trace.clone(),
             meta: era.meta.clone(),
         })
