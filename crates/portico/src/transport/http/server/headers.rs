@@ -25,7 +25,7 @@ pub(crate) fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
-fn header<'a, N>(headers: &'a HeaderMap, name: N) -> Result<Option<&'a str>, ErrorObject>
+fn header<N>(headers: &HeaderMap, name: N) -> Result<Option<&str>, ErrorObject>
 where
     N: http::header::AsHeaderName + std::fmt::Display + Copy,
 {
