@@ -22,6 +22,9 @@
 //!   403 otherwise), bodies are limited (413), sessions are capped and reaped when idle.
 //!   [`serve_app`] (behind `serve` and `serve_with_shutdown`) closes a connection whose request
 //!   head is not complete within a timeout (slowloris) and caps open connections.
+//! - **Speed**: `serve` hands a request for `/mcp` to the endpoint directly; a router from
+//!   [`HttpEndpoint::router`] mounted in an app pays axum's routing on every request (about as
+//!   much CPU as the endpoint's own header checks; see docs/benchmarks.md).
 
 mod headers;
 mod legacy;
