@@ -257,11 +257,13 @@ pub(crate) struct ToolEntry {
     pub validator: Option<super::validate::ArgumentValidator>,
     /// Whether the input schema mirrors some argument in an `Mcp-Param-*` header
     /// ([`mirrored_params`]), worked out once here rather than per request.
+    #[cfg(feature = "http-server")]
     pub mirrors_params: bool,
 }
 
 /// `(property, header name)` for every top-level property of an input schema annotated with
 /// `x-mcp-header` (the 2026-07-28 Streamable HTTP `Mcp-Param-*` headers).
+#[cfg(feature = "http-server")]
 pub(crate) fn mirrored_params(schema: &portico_schema::JsonObject) -> impl Iterator<Item = (&str, &str)> {
     schema
         .get("properties")
@@ -333,8 +335,17 @@ impl Registry {
     /// Adds or replaces a tool (enabled).
     pub(crate) fn insert_tool(&mut self, def: Arc<Tool>, handler: ErasedTool, tasks: super::TaskSupport) {
         let validator = super::validate::ArgumentValidator::compile(&def);
+        #[cfg(feature = "http-server")]
         let mirrors_params = mirrored_params(&def.input_schema).next().is_some();
-        let entry = ToolEntry { def, handler, enabled: AtomicBool::new(true), tasks, validator, mirrors_params };
+        let entry = ToolEntry {
+            def,
+            handler,
+            enabled: AtomicBool::new(true),
+            tasks,
+            validator,
+            #[cfg(feature = "http-server")]
+            mirrors_params,
+        };
         self.tools.insert(entry.def.name.clone(), Arc::new(entry));
     }
 
