@@ -17,6 +17,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 pub(crate) use super::Cancel;
 use super::dispatch::{InFlight, Queued, Started, register, route_notification, run_request, start_request};
 pub(crate) use super::envelope::{Frame, Incoming, Invalid, Outgoing, decode, decode_one, encode_batch, encode_error};
+use super::peer::LazyOut;
 use super::{Endpoint, Peer};
 use crate::peek::ParamsPeek;
 use crate::sync::lock;
@@ -36,10 +37,28 @@ pub(crate) struct Link {
 /// One request's way back: what its handler sends before the result, then the result (`None`
 /// when the request was cancelled and gets no answer).
 pub(crate) struct Exchange {
-    pub messages: mpsc::Receiver<Outgoing>,
-    pub result: oneshot::Receiver<Option<Outgoing>>,
+    /// `None` when the request ended having sent nothing before its result.
+    pub messages: Option<mpsc::Receiver<Outgoing>>,
+    pub result: Answer,
     /// Cancels the request.
     pub cancel: Cancel,
+}
+
+/// A request's result: already there (it was answered in its first poll), or on its way.
+pub(crate) enum Answer {
+    Ready(Option<Option<Outgoing>>),
+    Pending(oneshot::Receiver<Option<Outgoing>>),
+}
+
+impl Future for Answer {
+    type Output = Option<Outgoing>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        match self.get_mut() {
+            Answer::Ready(result) => std::task::Poll::Ready(result.take().flatten()),
+            Answer::Pending(rx) => std::pin::Pin::new(rx).poll(cx).map(|r| r.ok().flatten()),
+        }
+    }
 }
 
 /// A request as the transport decoded it.
@@ -74,8 +93,8 @@ impl Link {
     /// in-flight map); otherwise it runs in a task of its own. `on_end` is dropped when the
     /// request has ended.
     pub(crate) fn run(&self, req: Request<'_>, on_end: impl Send + 'static) -> Exchange {
-        let (tx, messages) = mpsc::channel::<Outgoing>(req.buffer);
-        let peer = self.peer.with_out(tx);
+        let out = Arc::new(LazyOut::new(req.buffer));
+        let peer = self.peer.with_lazy_out(out.clone());
         // A session's requests end with it (a child of its token). A stateless request gets a
         // plain token, not a child of the endpoint-wide stateless peer's, whose tree would be one
         // mutex shared by every stateless request on every worker.
@@ -90,22 +109,23 @@ impl Link {
             close_stream: req.close_stream,
             extensions: req.extensions,
         };
-        let (fin_tx, result) = oneshot::channel();
         match start_request(self.endpoint.clone(), peer, q, cancel.clone()) {
-            Started::Done(out) => {
-                let _ = fin_tx.send(Some(out));
+            Started::Done(result) => {
                 drop(on_end);
+                Exchange { messages: out.finish(), result: Answer::Ready(Some(Some(result))), cancel }
             }
             Started::Waiting(waiting) => {
                 waiting.register(&self.in_flight);
                 let in_flight = self.in_flight.clone();
+                let messages = Some(out.receiver());
+                let (fin_tx, result) = oneshot::channel();
                 tokio::spawn(async move {
                     let _ = fin_tx.send(waiting.finish(&in_flight).await);
                     drop(on_end);
                 });
+                Exchange { messages, result: Answer::Pending(result), cancel }
             }
         }
-        Exchange { messages, result, cancel }
     }
 
     /// Runs a request of a batch to its answer (`None` when cancelled). Messages it sends

@@ -111,8 +111,115 @@ static NEXT_CONNECTION: AtomicI64 = AtomicI64::new(1);
 /// closing) but write to another stream: an HTTP request's own response stream.
 #[derive(Clone)]
 pub(crate) struct Peer {
-    out: mpsc::Sender<Outgoing>,
+    out: Out,
     shared: Arc<PeerShared>,
+}
+
+/// Where a peer's messages go.
+#[derive(Clone)]
+enum Out {
+    /// A connection's stream.
+    Chan(mpsc::Sender<Outgoing>),
+    /// An HTTP request's own response stream, made on its first message.
+    #[cfg(feature = "http-server")]
+    Lazy(Arc<LazyOut>),
+}
+
+impl Out {
+    async fn send(&self, message: Outgoing) -> Result<(), ()> {
+        match self {
+            Out::Chan(tx) => tx.send(message).await.map_err(drop),
+            #[cfg(feature = "http-server")]
+            Out::Lazy(l) => match l.sender() {
+                Some(tx) => tx.send(message).await.map_err(drop),
+                None => Err(()),
+            },
+        }
+    }
+
+    fn try_send(&self, message: Outgoing) -> Result<(), mpsc::error::TrySendError<Outgoing>> {
+        match self {
+            Out::Chan(tx) => tx.try_send(message),
+            #[cfg(feature = "http-server")]
+            Out::Lazy(l) => match l.sender() {
+                Some(tx) => tx.try_send(message),
+                None => Err(mpsc::error::TrySendError::Closed(message)),
+            },
+        }
+    }
+}
+
+/// A request's stream that exists only once something is sent on it. Most requests answer
+/// with their result alone, and a Tokio channel costs two allocations (one of them aligned,
+/// the allocator's slow path) that such a request never uses.
+#[cfg(feature = "http-server")]
+pub(crate) struct LazyOut {
+    buffer: usize,
+    state: Mutex<LazyState>,
+}
+
+#[cfg(feature = "http-server")]
+enum LazyState {
+    Unmade,
+    Made(mpsc::Sender<Outgoing>, Option<mpsc::Receiver<Outgoing>>),
+    /// The transport stopped listening before anything was sent: sends fail, as on a
+    /// channel whose receiver is gone.
+    Closed,
+}
+
+#[cfg(feature = "http-server")]
+impl LazyOut {
+    /// A stream whose channel will hold `buffer` messages.
+    pub(crate) fn new(buffer: usize) -> LazyOut {
+        LazyOut { buffer: buffer.max(1), state: Mutex::new(LazyState::Unmade) }
+    }
+
+    /// The sending side, made now if it is not yet; `None` once closed unmade.
+    fn sender(&self) -> Option<mpsc::Sender<Outgoing>> {
+        let mut state = lock(&self.state);
+        match &*state {
+            LazyState::Made(tx, _) => Some(tx.clone()),
+            LazyState::Closed => None,
+            LazyState::Unmade => {
+                let (tx, rx) = mpsc::channel(self.buffer);
+                *state = LazyState::Made(tx.clone(), Some(rx));
+                Some(tx)
+            }
+        }
+    }
+
+    /// The receiving side, made now if need be: for a request that goes on running. The
+    /// channel closes when the last sibling peer is dropped, as a channel made up front would.
+    pub(crate) fn receiver(&self) -> mpsc::Receiver<Outgoing> {
+        let mut state = lock(&self.state);
+        match std::mem::replace(&mut *state, LazyState::Closed) {
+            LazyState::Made(tx, Some(rx)) => {
+                *state = LazyState::Made(tx, None);
+                rx
+            }
+            LazyState::Unmade => {
+                let (tx, rx) = mpsc::channel(self.buffer);
+                *state = LazyState::Made(tx, None);
+                rx
+            }
+            // Taken already: a receiver that says the stream ended.
+            LazyState::Made(_, None) | LazyState::Closed => mpsc::channel(1).1,
+        }
+    }
+
+    /// For a request that has ended: what it sent, if anything. When it sent nothing, later
+    /// sends fail (nobody will read them).
+    pub(crate) fn finish(&self) -> Option<mpsc::Receiver<Outgoing>> {
+        let mut state = lock(&self.state);
+        match &mut *state {
+            LazyState::Unmade => {
+                *state = LazyState::Closed;
+                None
+            }
+            LazyState::Made(_, rx) => rx.take(),
+            LazyState::Closed => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Peer {
@@ -124,7 +231,7 @@ impl std::fmt::Debug for Peer {
 impl Peer {
     pub(crate) fn new(out: mpsc::Sender<Outgoing>, network_transport: Option<&'static str>) -> Self {
         Peer {
-            out,
+            out: Out::Chan(out),
             shared: Arc::new(PeerShared {
                 network_transport,
                 pending: Mutex::new(HashMap::new()),
@@ -144,7 +251,13 @@ impl Peer {
     /// A sibling that writes to `out` and shares everything else.
     #[cfg(feature = "http-server")]
     pub(crate) fn with_out(&self, out: mpsc::Sender<Outgoing>) -> Peer {
-        Peer { out, shared: self.shared.clone() }
+        Peer { out: Out::Chan(out), shared: self.shared.clone() }
+    }
+
+    /// A sibling that writes to a request's stream made on first use ([`LazyOut`]).
+    #[cfg(feature = "http-server")]
+    pub(crate) fn with_lazy_out(&self, out: Arc<LazyOut>) -> Peer {
+        Peer { out: Out::Lazy(out), shared: self.shared.clone() }
     }
 
     /// Waits until the peer's input has ended (it will send nothing more) or the connection
@@ -202,7 +315,7 @@ impl Peer {
         if self.is_closed() {
             return Err(self.closed_error());
         }
-        self.out.send(bytes.into()).await.map_err(|_| self.closed_error())
+        self.out.send(bytes.into()).await.map_err(|()| self.closed_error())
     }
 
     /// Queues an encoded message without waiting; hands it back when the queue is full (and
@@ -492,5 +605,44 @@ impl Drop for CancelGuard<'_> {
                 let _ = self.peer.try_send_raw(bytes);
             }
         }
+    }
+}
+
+#[cfg(all(test, feature = "http-server"))]
+mod tests {
+    use super::*;
+
+    fn peer(out: &Arc<LazyOut>) -> Peer {
+        let (tx, _rx) = mpsc::channel(1);
+        Peer::new(tx, None).with_lazy_out(out.clone())
+    }
+
+    #[tokio::test]
+    async fn a_request_stream_is_made_on_its_first_message_only() {
+        // Nothing sent: no stream, and a late send fails instead of waiting for a reader.
+        let out = Arc::new(LazyOut::new(4));
+        let p = peer(&out);
+        assert!(out.finish().is_none());
+        assert!(p.send_raw(b"late".to_vec()).await.is_err());
+        assert!(!p.try_send_raw(b"late".to_vec()));
+
+        // Sent before the result: the transport finds it, and the stream closes with the peer.
+        let out = Arc::new(LazyOut::new(4));
+        let p = peer(&out);
+        p.send_raw(b"first".to_vec()).await.expect("the stream is made on this send");
+        let mut rx = out.finish().expect("a stream was made");
+        drop((p, out));
+        assert_eq!(rx.recv().await.map(Outgoing::into_bytes).as_deref(), Some(&b"first"[..]));
+        assert!(rx.recv().await.is_none());
+
+        // Still running: the receiver is made up front, and gets what is sent later.
+        let out = Arc::new(LazyOut::new(4));
+        let p = peer(&out);
+        let mut rx = out.receiver();
+        drop(out);
+        assert!(p.try_send_raw(b"later".to_vec()));
+        drop(p);
+        assert_eq!(rx.recv().await.map(Outgoing::into_bytes).as_deref(), Some(&b"later"[..]));
+        assert!(rx.recv().await.is_none());
     }
 }

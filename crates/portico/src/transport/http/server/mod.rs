@@ -321,7 +321,7 @@ impl HttpEndpoint {
             // Every request goes through the bearer layer, which is on the router.
             return serve_app(listener, rest, shutdown, options).await;
         }
-        listen::serve_service(listener, Direct { shared: self.shared, rest }, shutdown, options).await
+        listen::serve_service(listener, direct(self.shared, rest), shutdown, options).await
     }
 }
 
@@ -331,26 +331,34 @@ const MCP_PATH: &str = "/mcp";
 /// What `serve` runs: a request for `/mcp` goes straight to the endpoint, any other through the
 /// router (the legacy HTTP+SSE paths, and 404 for the rest). axum's routing costs about as much
 /// per request as the endpoint's own header checks (callgrind), and one path needs no table.
-#[derive(Clone)]
-struct Direct {
+///
+/// The future is a named type (not boxed), so hyper keeps it in the one slot each connection
+/// allocates for its request in flight: no allocation per request for it. A boxed endpoint
+/// future was about 3 KiB, past glibc's per-thread cache, so each request paid the allocator's
+/// slow path (and its consolidation of freed chunks) twice.
+fn direct(
     shared: Arc<Shared>,
     rest: axum::Router,
-}
-
-impl hyper::service::Service<Request<hyper::body::Incoming>> for Direct {
-    type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Response, Self::Error>> + Send>>;
-
-    fn call(&self, req: Request<hyper::body::Incoming>) -> Self::Future {
+) -> impl hyper::service::Service<
+    Request<hyper::body::Incoming>,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl Future<Output = Result<Response, std::convert::Infallible>> + Send + 'static,
+> + Clone
++ Send
++ 'static {
+    hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
         let req = req.map(axum::body::Body::new);
         if req.uri().path() == MCP_PATH {
-            let shared = self.shared.clone();
-            Box::pin(async move { Ok(endpoint(State(shared), req).await) })
+            futures_util::future::Either::Left(answer_direct(shared.clone(), req))
         } else {
-            Box::pin(tower::ServiceExt::oneshot(self.rest.clone(), req))
+            futures_util::future::Either::Right(tower::ServiceExt::oneshot(rest.clone(), req))
         }
-    }
+    })
+}
+
+async fn answer_direct(shared: Arc<Shared>, req: Request) -> Result<Response, std::convert::Infallible> {
+    Ok(endpoint(State(shared), req).await)
 }
 
 fn spawn_reaper(shared: Weak<Shared>) {

@@ -11,12 +11,12 @@ use http::{HeaderValue, StatusCode};
 use portico_schema::{ProtocolVersion, RequestId};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 
 use super::sessions::{Busy, HttpSession};
 use super::sse::{self, CancelOnDrop, OnDrop, SseItem};
 use super::{Accepted, SESSION_ID, Shared, sse_response};
-use crate::rpc::link::{self, Exchange, Link, Outgoing};
+use crate::rpc::link::{self, Answer, Exchange, Link, Outgoing};
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub(super) enum Outcome {
@@ -84,15 +84,17 @@ impl<'a> Run<'a> {
                 None => std::future::pending().await,
             }
         };
+        // A request that ended having sent nothing first: its result is there.
+        let Some(rx) = rx else { return First::Final((&mut *fin_rx).await) };
         if self.allow_sse {
             tokio::select! {
                 biased;
                 m = rx.recv() => match m {
                     Some(m) => First::Message(Some(m)),
                     // The request's sender is gone: its result is on the way.
-                    None => First::Final((&mut *fin_rx).await.ok().flatten()),
+                    None => First::Final((&mut *fin_rx).await),
                 },
-                f = &mut *fin_rx => First::Final(f.ok().flatten()),
+                f = &mut *fin_rx => First::Final(f),
                 // The handler ends its stream before anything was sent: prime it, then end it.
                 _ = close_requested => First::Closed,
             }
@@ -101,8 +103,8 @@ impl<'a> Run<'a> {
             loop {
                 tokio::select! {
                     biased;
-                    f = &mut *fin_rx => break First::Final(f.ok().flatten()),
-                    m = rx.recv() => if m.is_none() { break First::Final((&mut *fin_rx).await.ok().flatten()) },
+                    f = &mut *fin_rx => break First::Final(f),
+                    m = rx.recv() => if m.is_none() { break First::Final((&mut *fin_rx).await) },
                 }
             }
         }
@@ -118,9 +120,9 @@ impl<'a> Run<'a> {
         close: Option<Arc<Notify>>,
     ) -> (Response, Outcome) {
         let Exchange { messages: mut rx, result: fin_rx, .. } = exchange;
-        let queued = match &first {
-            First::Final(_) => rx.try_recv().ok(),
-            First::Message(_) | First::Closed => None,
+        let queued = match (&first, &mut rx) {
+            (First::Final(_), Some(rx)) => rx.try_recv().ok(),
+            _ => None,
         };
         match (first, queued) {
             (First::Final(None), _) => {
@@ -151,7 +153,7 @@ impl<'a> Run<'a> {
                     First::Message(None) | First::Closed => {}
                     First::Final(f) => fin = f.map(Outgoing::into_bytes),
                 }
-                if let Some(q) = queued {
+                if let (Some(q), Some(rx)) = (queued, &mut rx) {
                     pending.push(q.into_bytes());
                     while let Ok(m) = rx.try_recv() {
                         pending.push(m.into_bytes());
@@ -173,8 +175,8 @@ impl<'a> Run<'a> {
         &self,
         pending: Vec<Bytes>,
         fin: Option<Bytes>,
-        mut rx: mpsc::Receiver<Outgoing>,
-        fin_rx: oneshot::Receiver<Option<Outgoing>>,
+        mut rx: Option<mpsc::Receiver<Outgoing>>,
+        fin_rx: Answer,
         guard: CancelOnDrop,
         close: CloseStream,
     ) -> (axum::body::Body, Option<String>) {
@@ -261,23 +263,20 @@ enum First {
 }
 
 /// Passes messages to `emit` until the result arrives.
-async fn forward(
-    rx: &mut mpsc::Receiver<Outgoing>,
-    mut fin_rx: oneshot::Receiver<Option<Outgoing>>,
-    emit: impl Fn(Bytes),
-) -> Option<Bytes> {
+async fn forward(rx: &mut Option<mpsc::Receiver<Outgoing>>, mut fin_rx: Answer, emit: impl Fn(Bytes)) -> Option<Bytes> {
+    let Some(rx) = rx else { return fin_rx.await.map(Outgoing::into_bytes) };
     loop {
         tokio::select! {
             biased;
             m = rx.recv() => match m {
                 Some(m) => emit(m.into_bytes()),
-                None => return fin_rx.await.ok().flatten().map(Outgoing::into_bytes),
+                None => return fin_rx.await.map(Outgoing::into_bytes),
             },
             f = &mut fin_rx => {
                 while let Ok(m) = rx.try_recv() {
                     emit(m.into_bytes());
                 }
-                return f.ok().flatten().map(Outgoing::into_bytes);
+                return f.map(Outgoing::into_bytes);
             }
         }
     }
