@@ -159,7 +159,9 @@ async fn single(
             // The dual-era rule: a request carrying the stateless `_meta` is a 2026-07-28
             // request, whatever its method (`initialize` included, which that revision lacks).
             if let Some(peek) = peek {
-                return stateless(&shared, headers, accept, ext, id, &method, params, peek).await;
+                let (meta, peek) = peek;
+                let req = StatelessRequest { id, method: &method, params, meta, peek };
+                return stateless(&shared, headers, accept, ext, req).await;
             }
             if method == methods::INITIALIZE {
                 return initialize(&shared, accept, ext, id, params).await;
@@ -246,17 +248,23 @@ async fn initialize(
     response
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A stateless request as the endpoint decoded it, with what it read of the params.
+struct StatelessRequest<'a> {
+    id: RequestId,
+    method: &'a str,
+    params: Option<&'a RawValue>,
+    meta: RequestMeta<'a>,
+    peek: ParamsPeek<'a>,
+}
+
 async fn stateless(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
     accept: Accepted,
     mut ext: http::Extensions,
-    id: RequestId,
-    method: &str,
-    params: Option<&RawValue>,
-    (meta, mut peek): (RequestMeta<'_>, ParamsPeek<'_>),
+    req: StatelessRequest<'_>,
 ) -> Response {
+    let StatelessRequest { id, method, params, meta, mut peek } = req;
     if !meta.has_capabilities() {
         let e = ErrorObject::invalid_params("missing required _meta field io.modelcontextprotocol/clientCapabilities");
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);

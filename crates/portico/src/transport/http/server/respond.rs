@@ -31,8 +31,8 @@ pub(super) struct Run<'a> {
     shared: &'a Shared,
     /// `None` for a stateless request.
     session: Option<Arc<HttpSession>>,
-    allow_sse: bool,
-    allow_json: bool,
+    /// The answers the client's `Accept` admits.
+    accepted: Accepted,
     extensions: http::Extensions,
 }
 
@@ -43,11 +43,11 @@ impl<'a> Run<'a> {
         extensions: http::Extensions,
         s: Arc<HttpSession>,
     ) -> Self {
-        Run { shared, session: Some(s), allow_sse: accepted.sse, allow_json: accepted.json, extensions }
+        Run { shared, session: Some(s), accepted, extensions }
     }
 
     pub(super) fn stateless(shared: &'a Shared, accepted: Accepted, extensions: http::Extensions) -> Self {
-        Run { shared, session: None, allow_sse: accepted.sse, allow_json: accepted.json, extensions }
+        Run { shared, session: None, accepted, extensions }
     }
 
     fn link(&self) -> &Link {
@@ -86,7 +86,7 @@ impl<'a> Run<'a> {
         };
         // A request that ended having sent nothing first: its result is there.
         let Some(rx) = rx else { return First::Final((&mut *fin_rx).await) };
-        if self.allow_sse {
+        if self.accepted.sse {
             tokio::select! {
                 biased;
                 m = rx.recv() => match m {
@@ -129,7 +129,7 @@ impl<'a> Run<'a> {
                 guard.disarm();
                 (StatusCode::ACCEPTED.into_response(), Outcome::Cancelled)
             }
-            (First::Final(Some(result)), None) if self.allow_json => {
+            (First::Final(Some(result)), None) if self.accepted.json => {
                 guard.disarm();
                 let (status, outcome) = match &result {
                     // Only results are split (see `envelope::encode_result`).
