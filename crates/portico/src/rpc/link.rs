@@ -44,9 +44,10 @@ pub(crate) struct Exchange {
     pub cancel: Cancel,
 }
 
-/// A request's result: already there (it was answered in its first poll), or on its way.
+/// A request's result: already there (it was answered in its first poll; `None` once taken),
+/// or on its way (`None` when the request was cancelled).
 pub(crate) enum Answer {
-    Ready(Option<Option<Outgoing>>),
+    Ready(Option<Outgoing>),
     Pending(oneshot::Receiver<Option<Outgoing>>),
 }
 
@@ -55,7 +56,7 @@ impl Future for Answer {
 
     fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
         match self.get_mut() {
-            Answer::Ready(result) => std::task::Poll::Ready(result.take().flatten()),
+            Answer::Ready(result) => std::task::Poll::Ready(result.take()),
             Answer::Pending(rx) => std::pin::Pin::new(rx).poll(cx).map(|r| r.ok().flatten()),
         }
     }
@@ -112,7 +113,7 @@ impl Link {
         match start_request(self.endpoint.clone(), peer, q, cancel.clone()) {
             Started::Done(result) => {
                 drop(on_end);
-                Exchange { messages: out.finish(), result: Answer::Ready(Some(Some(result))), cancel }
+                Exchange { messages: out.finish(), result: Answer::Ready(Some(result)), cancel }
             }
             Started::Waiting(waiting) => {
                 waiting.register(&self.in_flight);
