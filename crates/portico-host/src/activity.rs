@@ -156,6 +156,11 @@ impl Activity {
         self.inner.draining.store(true, Ordering::Release);
     }
 
+    /// How many calls are in progress now.
+    pub fn count(&self) -> usize {
+        lock(&self.inner.calls).len()
+    }
+
     /// The calls in progress now, oldest first.
     pub fn list(&self) -> Vec<InFlight> {
         lock(&self.inner.calls).values().map(|s| s.call.clone()).collect()
@@ -282,6 +287,7 @@ mod tests {
             principal: "ui:1",
             request: None,
             started: SystemTime::now(),
+            others_in_flight: 0,
         };
         let tracked = activity.begin(&call);
         assert!(matches!(events.recv().await, Ok(CallEvent::Started { .. })));

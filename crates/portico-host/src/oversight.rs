@@ -428,7 +428,10 @@ impl Oversight for Supervisor {
     fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let Some(log) = &self.audit else { return };
-            if let Err(e) = log.append(entry(call, verdict, outcome)).await {
+            let entry = entry(call, verdict, outcome);
+            let appended =
+                if call.others_in_flight == 0 { log.append_alone(entry).await } else { log.append(entry).await };
+            if let Err(e) = appended {
                 tracing::error!(target: "portico::audit", "a record could not be written: {e}");
             }
         })

@@ -60,6 +60,10 @@ pub struct Call<'a> {
     pub request: Option<&'a RequestContext>,
     /// When the call reached the host.
     pub started: std::time::SystemTime,
+    /// How many other calls were in progress through the host when this one arrived: a hint
+    /// for the activity log, which commits the record of a call that came alone at once and
+    /// leaves those of many calls at a time to its batches.
+    pub others_in_flight: usize,
 }
 
 impl Call<'_> {

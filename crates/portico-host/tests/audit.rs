@@ -688,3 +688,29 @@ async fn the_wal_is_checkpointed_when_records_come_one_at_a_time() {
     assert!(report.first_bad_seq().is_none(), "{report:?}");
     ok("close", log.close().await).await;
 }
+
+/// Records written one at a time by their appends (not by the writer task) still get a signed
+/// checkpoint within `checkpoint_interval`, with no close and no further record to prompt it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_written_one_at_a_time_get_their_checkpoint_on_time() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = open(dir.path(), "checkpoint_every = 100000\ncheckpoint_interval = \"300ms\"").await;
+    let last_checkpoint = || {
+        let c = rusqlite::Connection::open(dir.path().join("audit.db")).unwrap_or_else(|e| panic!("open: {e}"));
+        c.query_row("SELECT max(seq) FROM audit_checkpoints", [], |r| r.get::<_, Option<i64>>(0))
+            .unwrap_or_else(|e| panic!("query: {e}"))
+    };
+    for round in 1..=2i64 {
+        for i in 0..3 {
+            ok("append", log.append(entry(i)).await).await;
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while last_checkpoint() != Some(round * 3) {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint at seq {} after 10 s", round * 3);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let report = ok("verify", log.verify().await).await;
+    assert!(report.first_bad_seq().is_none(), "{report:?}");
+    ok("close", log.close().await).await;
+}

@@ -86,6 +86,7 @@ mod writer;
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -105,7 +106,7 @@ use spool::Spool;
 use store::postgres::{OnDown, PostgresStore};
 use store::sqlite::SqliteStore;
 use store::{Lookup, Select, Store, StoreError, StoredRecord};
-use writer::{Msg, Shared, Writer};
+use writer::{Alone, Core, Msg, Shared, Writer};
 
 /// The spool's file in the state directory.
 pub const SPOOL_FILE: &str = "audit-spool.jsonl";
@@ -216,6 +217,10 @@ struct Inner {
     store: Arc<dyn Store>,
     redactor: Option<Redactor>,
     tx: Option<mpsc::Sender<Msg>>,
+    /// The writer's state, for appends that write alone (none when read-only).
+    core: Option<Core>,
+    /// Appends under way: one that finds none but itself may write alone.
+    appending: AtomicUsize,
     shared: Arc<Shared>,
     key: Option<[u8; 32]>,
     signer: Option<Signer>,
@@ -322,6 +327,35 @@ async fn open_store(
     }
 }
 
+/// Counts an append while it is under way; `first` when no other was.
+struct Appending<'a> {
+    count: &'a AtomicUsize,
+    first: bool,
+}
+
+impl<'a> Appending<'a> {
+    fn enter(count: &'a AtomicUsize) -> Appending<'a> {
+        Appending { count, first: count.fetch_add(1, Ordering::AcqRel) == 0 }
+    }
+}
+
+impl Drop for Appending<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Waits for the writer's word that a record is written, at most `waited`.
+async fn wait_written(written: oneshot::Receiver<Result<(), AuditError>>, waited: Duration) -> Result<(), AuditError> {
+    match tokio::time::timeout(waited, written).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) => Err(AuditError::Closed),
+        Err(_) => Err(AuditError::Unavailable {
+            reason: format!("the record was not written within {} s (it stays queued)", waited.as_secs()),
+        }),
+    }
+}
+
 impl AuditLog {
     /// Opens the log `[audit]` describes, for writing: keys are made in `state_dir` the first
     /// time, the schema is brought up to date, a spool left by a previous run is replayed.
@@ -379,9 +413,11 @@ impl AuditLog {
             backoff: Duration::from_millis(50),
             next_retry: None,
             wrote_now: false,
+            sealed: Vec::new(),
         };
         writer.start();
-        let writer = tokio::spawn(writer.run(rx));
+        let core: Core = Arc::new(tokio::sync::Mutex::new(writer));
+        let writer = tokio::spawn(Writer::run(core.clone(), rx));
         let retention = config.retention.active().then(|| {
             let store = store.clone();
             let retention = config.retention.clone();
@@ -403,6 +439,8 @@ impl AuditLog {
                 store,
                 redactor: Some(redactor),
                 tx: Some(tx),
+                core: Some(core),
+                appending: AtomicUsize::new(0),
                 shared,
                 key: Some(signer.public()),
                 signer: Some(signer),
@@ -439,6 +477,8 @@ impl AuditLog {
                 store,
                 redactor,
                 tx: None,
+                core: None,
+                appending: AtomicUsize::new(0),
                 shared,
                 key,
                 signer: None,
@@ -470,23 +510,61 @@ impl AuditLog {
     /// be kept in memory; [`AuditError::QueueFull`], [`AuditError::Closed`],
     /// [`AuditError::ReadOnly`].
     pub async fn append(&self, entry: Entry) -> Result<(), AuditError> {
+        self.append_as(entry, false).await
+    }
+
+    /// [`append`](Self::append), from a caller that expects no other record now (its call was
+    /// the only one in progress). With `wait = "written"`, when no other append is under way,
+    /// nothing is queued and the writer is idle, the record is committed at once on this
+    /// thread: with one call at a time, the trip to the writer task and back costs more than
+    /// the commit. Otherwise, and when the store cannot take it without waiting, it goes to
+    /// the writer as usual. Records from many calls at once are better left to the writer,
+    /// which commits them in batches.
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    pub async fn append_alone(&self, entry: Entry) -> Result<(), AuditError> {
+        self.append_as(entry, true).await
+    }
+
+    async fn append_as(&self, entry: Entry, expect_alone: bool) -> Result<(), AuditError> {
         let (Some(tx), Some(redactor)) = (&self.inner.tx, &self.inner.redactor) else {
             return Err(AuditError::ReadOnly);
         };
         if !self.inner.shared.accepting() {
             return Err(if tx.is_closed() { AuditError::Closed } else { self.inner.shared.unavailable() });
         }
+        let alone = Appending::enter(&self.inner.appending);
         let now = time::now_micros();
         let id = chain::ulid(u64::try_from(now / 1000).unwrap_or(0));
         let prepared = record::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
+        let waited = self.inner.config.queue_timeout;
         let (ack, written) = match self.inner.config.wait {
             Wait::Written => {
-                let (tx, rx) = oneshot::channel();
-                (Some(tx), Some(rx))
+                let (ack, written) = oneshot::channel();
+                // Alone, with the writer idle and nothing queued: written here, at once, with
+                // no trip to the writer task and back (see `writer`).
+                if expect_alone
+                    && alone.first
+                    && tx.capacity() == tx.max_capacity()
+                    && let Some(mut core) = self.inner.core.as_ref().and_then(|c| c.try_lock().ok())
+                    && core.may_write_alone()
+                {
+                    match core.write_alone(prepared, ack) {
+                        Alone::Done(result) => return result,
+                        Alone::Later => {
+                            drop(core);
+                            // The queue may be full: then the writer is busy, and takes the
+                            // sealed records with its next batch anyway.
+                            let _ = tx.try_send(Msg::Sealed);
+                            return wait_written(written, waited).await;
+                        }
+                    }
+                }
+                (Some(ack), Some(written))
             }
             _ => (None, None),
         };
-        let waited = self.inner.config.queue_timeout;
         match tx.try_send(Msg::Record(Box::new(prepared), ack)) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Closed(_)) => return Err(AuditError::Closed),
@@ -496,13 +574,9 @@ impl AuditLog {
                 Err(_) => return Err(AuditError::QueueFull { waited }),
             },
         }
-        let Some(written) = written else { return Ok(()) };
-        match tokio::time::timeout(waited, written).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(AuditError::Closed),
-            Err(_) => Err(AuditError::Unavailable {
-                reason: format!("the record was not written within {} s (it stays queued)", waited.as_secs()),
-            }),
+        match written {
+            Some(written) => wait_written(written, waited).await,
+            None => Ok(()),
         }
     }
 
@@ -648,5 +722,47 @@ impl AuditLog {
     pub async fn apply_retention(&self) -> Result<Option<Pruned>, AuditError> {
         let signer = self.inner.signer.as_ref().ok_or(AuditError::ReadOnly)?;
         retention::apply(self.inner.store.as_ref(), &self.inner.config.retention, signer).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(i: usize) -> Entry {
+        let mut e = Entry::new("tools/call");
+        e.server = Some("files".to_owned());
+        e.exposed = Some(format!("files__read{i}"));
+        e
+    }
+
+    /// One `append_alone` at a time writes its own record, with no trip to the writer task;
+    /// many at once (or a plain `append`) go through the writer's batches; either way one
+    /// chain.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_append_alone_writes_its_record_itself_and_many_share_batches() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let log = AuditLog::open(&RawAudit::default(), dir.path()).await.unwrap_or_else(|e| panic!("open: {e}"));
+        for i in 0..20 {
+            log.append_alone(entry(i)).await.unwrap_or_else(|e| panic!("append: {e}"));
+        }
+        assert_eq!(log.inner.shared.written_alone(), 20, "sequential appends went through the writer task");
+        log.append(entry(50)).await.unwrap_or_else(|e| panic!("append: {e}"));
+        assert_eq!(log.inner.shared.written_alone(), 20, "a plain append wrote alone");
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let log = log.clone();
+                tokio::spawn(async move { log.append(entry(100 + i)).await })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("append: {e}"));
+        }
+        assert_eq!(log.inner.shared.written_alone(), 20, "plain appends wrote alone");
+        log.flush().await.unwrap_or_else(|e| panic!("flush: {e}"));
+        let report = log.verify().await.unwrap_or_else(|e| panic!("verify: {e}"));
+        assert!(report.ok(), "{report}");
+        assert_eq!(report.records, 85);
+        log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
     }
 }

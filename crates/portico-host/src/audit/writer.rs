@@ -1,6 +1,11 @@
 //! The writer: one task that takes records from a bounded queue, gives each its `seq` and hash,
 //! and writes them in batches, one transaction each, with a signed checkpoint every N records.
 //!
+//! Its state sits behind an async mutex ([`Core`]) so that an append made while the writer is
+//! idle can write its own record at once, on the caller's thread ([`Writer::write_alone`]):
+//! with one call in flight, a record handed to the writer task and its acknowledgement handed
+//! back cost two wake-ups of threads, more than the commit itself.
+//!
 //! When a write fails the store is down: the records already taken go to the spool (or stay in
 //! memory if the spool cannot be written either: a full disk), nothing is dropped, and the
 //! writer tries the store again with backoff. Meanwhile, with `fail-closed`, appends are
@@ -22,12 +27,28 @@ use super::spool::Spool;
 use super::store::{Store, StoredRecord};
 use super::{AuditError, OnFailure};
 
+/// Where to say a record is written (`wait = "written"`).
+pub(crate) type Ack = oneshot::Sender<Result<(), AuditError>>;
+
 /// What the queue carries.
 pub(crate) enum Msg {
-    /// A record, and where to say it is written (`wait = "written"`).
-    Record(Box<Prepared>, Option<oneshot::Sender<Result<(), AuditError>>>),
+    /// A record, and where to say it is written.
+    Record(Box<Prepared>, Option<Ack>),
+    /// Records wait in [`Writer::sealed`].
+    Sealed,
     Flush(oneshot::Sender<Result<(), AuditError>>),
     Close(oneshot::Sender<Result<(), AuditError>>),
+}
+
+/// The writer's state, shared by its task and appends that write alone.
+pub(crate) type Core = Arc<tokio::sync::Mutex<Writer>>;
+
+/// What [`Writer::write_alone`] did.
+pub(crate) enum Alone {
+    /// Written (or kept back, as a batch would be): the append's answer.
+    Done(Result<(), AuditError>),
+    /// The store could not take it at once: it waits in [`Writer::sealed`] for the writer task.
+    Later,
 }
 
 /// State the writer shares with appenders.
@@ -38,8 +59,11 @@ pub(crate) struct Shared {
     store_ok: AtomicBool,
     closing: AtomicBool,
     backlog: AtomicU64,
+    /// Records an append wrote itself ([`Writer::write_alone`]).
+    alone: AtomicU64,
     reason: Mutex<Option<String>>,
-    /// Wakes the writer when the store's connection drops.
+    /// Wakes the writer when the store's connection drops, or when an append wrote alone and
+    /// a checkpoint has become due.
     wake: Notify,
     /// The last `seq` in the store.
     pub head: watch::Sender<u64>,
@@ -53,6 +77,7 @@ impl Shared {
             store_ok: AtomicBool::new(true),
             closing: AtomicBool::new(false),
             backlog: AtomicU64::new(0),
+            alone: AtomicU64::new(0),
             reason: Mutex::new(None),
             wake: Notify::new(),
             head: watch::Sender::new(head),
@@ -72,6 +97,12 @@ impl Shared {
     /// Records in the spool or in memory, not in the store.
     pub fn backlog(&self) -> u64 {
         self.backlog.load(Ordering::Acquire)
+    }
+
+    /// Records an append wrote itself, with no trip to the writer task.
+    #[cfg(test)]
+    pub fn written_alone(&self) -> u64 {
+        self.alone.load(Ordering::Relaxed)
     }
 
     /// Why the store or the spool failed last.
@@ -128,6 +159,9 @@ pub(crate) struct Writer {
     pub next_retry: Option<Instant>,
     /// The last batch went to the store at once ([`Store::write_now`]).
     pub wrote_now: bool,
+    /// Records given their `seq` by an append that could not write them at once; the writer
+    /// task writes them first, before any record it seals.
+    pub sealed: Vec<(StoredRecord, Ack)>,
 }
 
 impl Writer {
@@ -140,67 +174,125 @@ impl Writer {
     }
 
     /// Runs until the log is closed (or every handle to it is dropped).
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>) {
-        self.start();
+    pub async fn run(core: Core, mut rx: mpsc::Receiver<Msg>) {
+        core.lock().await.start();
         loop {
-            let wakeup = self.next_wakeup();
+            let (wakeup, wake) = {
+                let w = core.lock().await;
+                (w.next_wakeup(), w.shared.clone())
+            };
             let msg = tokio::select! {
                 m = rx.recv() => m,
                 () = sleep_until(wakeup) => {
-                    self.tick().await;
+                    core.lock().await.tick().await;
                     continue;
                 }
-                () = self.shared.wake.notified() => {
-                    if self.next_retry.is_none() {
-                        self.next_retry = Some(Instant::now() + self.backoff);
+                () = wake.wake.notified() => {
+                    let mut w = core.lock().await;
+                    if !w.shared.store_ok() && w.next_retry.is_none() {
+                        w.next_retry = Some(Instant::now() + w.backoff);
                     }
+                    // Otherwise an append wrote alone: the next wakeup is worked out again.
                     continue;
                 }
             };
             let Some(first) = msg else { break };
+            let mut w = core.lock().await;
             let mut msgs = vec![first];
-            while msgs.len() < self.batch {
+            while msgs.len() < w.batch {
                 match rx.try_recv() {
                     Ok(m) => msgs.push(m),
                     Err(_) => break,
                 }
             }
-            let close = self.handle(msgs).await;
-            if std::mem::take(&mut self.wrote_now) {
-                // The batch was committed on this thread, with no wait: let the calls it
-                // answered (and others) run before the next, so records gather into batches
-                // when calls are many, as they do while a commit waits on the blocking pool.
-                tokio::task::yield_now().await;
-            }
+            let close = w.handle(msgs).await;
+            let wrote_now = std::mem::take(&mut w.wrote_now);
             if let Some(close) = close {
                 rx.close();
                 let mut rest = Vec::new();
                 while let Ok(m) = rx.try_recv() {
                     rest.push(m);
                 }
-                let _ = self.handle(rest).await;
-                let result = self.finish().await;
+                let _ = w.handle(rest).await;
+                let result = w.finish().await;
                 let _ = close.send(result);
                 return;
             }
+            drop(w);
+            if wrote_now {
+                // The batch was committed on this thread, with no wait: let the calls it
+                // answered (and others) run before the next, so records gather into batches
+                // when calls are many, as they do while a commit waits on the blocking pool.
+                tokio::task::yield_now().await;
+            }
         }
-        if let Err(e) = self.finish().await {
+        if let Err(e) = core.lock().await.finish().await {
             tracing::error!("activity log closed: {e}");
         }
     }
 
+    /// Whether an append may write its record itself now: the log is open, nothing waits to
+    /// be written before it, and the store is answering.
+    pub fn may_write_alone(&self) -> bool {
+        self.shared.accepting() && self.sealed.is_empty() && !self.has_backlog() && self.shared.store_ok()
+    }
+
+    /// Seals one record and writes it at once on this thread, if the store can take it
+    /// without waiting ([`Store::write_now`]); otherwise leaves it sealed for the writer task
+    /// (the caller then sends [`Msg::Sealed`] and waits on `ack`'s receiver). Nothing here
+    /// waits, so a caller dropped at any point loses no record.
+    pub fn write_alone(&mut self, p: Prepared, ack: Ack) -> Alone {
+        let record = self.seal(p);
+        let checkpoints = self.checkpoints_for(std::slice::from_ref(&record));
+        let due_before = self.checkpoint_due();
+        let Some(written) = self.store.write_now(std::slice::from_ref(&record), &checkpoints) else {
+            self.sealed.push((record, ack));
+            return Alone::Later;
+        };
+        let records = vec![record];
+        let result = match self.wrote(&records, &checkpoints, written) {
+            Ok(()) => {
+                self.shared.alone.fetch_add(1, Ordering::Relaxed);
+                if !due_before && self.checkpoint_interval.is_some() {
+                    // The writer task sleeps with no checkpoint due: it works out when one is.
+                    self.shared.wake.notify_one();
+                }
+                Ok(())
+            }
+            Err(()) => {
+                self.keep_back(records);
+                self.schedule_retry();
+                if self.held.is_empty() {
+                    Ok(())
+                } else {
+                    Err(AuditError::Held {
+                        reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()),
+                    })
+                }
+            }
+        };
+        self.update_health();
+        Alone::Done(result)
+    }
+
     /// Seals and writes the records among `msgs`, answers flushes; the close, if one came.
     async fn handle(&mut self, msgs: Vec<Msg>) -> Option<oneshot::Sender<Result<(), AuditError>>> {
-        let mut records = Vec::with_capacity(msgs.len());
+        let mut records = Vec::with_capacity(msgs.len() + self.sealed.len());
         let mut flushes = Vec::new();
         let mut acks = Vec::new();
         let mut close = None;
+        // Sealed before anything sealed here: their `seq`s come first.
+        for (record, ack) in self.sealed.drain(..) {
+            records.push(record);
+            acks.push(ack);
+        }
         for m in msgs {
             match m {
                 Msg::Record(p, ack) => {
                     records.push(self.seal(*p));
                     acks.extend(ack);
                 }
+                Msg::Sealed => {}
                 Msg::Flush(tx) => flushes.push(tx),
                 Msg::Close(tx) => close = Some(tx),
             }
@@ -244,8 +336,13 @@ impl Writer {
         if self.has_backlog() || !self.shared.store_ok() {
             return Some(self.next_retry.unwrap_or_else(Instant::now));
         }
-        let due = self.stored_seq > self.last_checkpoint.as_ref().map_or(0, |c| c.0);
+        let due = self.checkpoint_due();
         self.checkpoint_interval.filter(|_| due).map(|i| self.last_checkpoint_at + i)
+    }
+
+    /// Records are in the store after the last checkpoint.
+    fn checkpoint_due(&self) -> bool {
+        self.stored_seq > self.last_checkpoint.as_ref().map_or(0, |c| c.0)
     }
 
     /// Checkpoints for records about to be written: each multiple of N, and the last one when
@@ -283,6 +380,17 @@ impl Writer {
                 (Arc::unwrap_or_clone(records), written)
             }
         };
+        self.wrote(&records, &checkpoints, written).map_err(|()| records)
+    }
+
+    /// Takes note of a write's outcome: the head and the last checkpoint when it succeeded,
+    /// the store down when it failed.
+    fn wrote(
+        &mut self,
+        records: &[StoredRecord],
+        checkpoints: &[Checkpoint],
+        written: Result<(), super::store::StoreError>,
+    ) -> Result<(), ()> {
         match written {
             Ok(()) => {
                 if let Some(last) = records.last() {
@@ -297,7 +405,7 @@ impl Writer {
             }
             Err(e) => {
                 self.shared.store_down(e.message);
-                Err(records)
+                Err(())
             }
         }
     }
@@ -460,6 +568,9 @@ impl Writer {
     async fn finish(&mut self) -> Result<(), AuditError> {
         self.shared.accepting.store(false, Ordering::Release);
         self.shared.closing.store(true, Ordering::Release);
+        if !self.sealed.is_empty() {
+            let _ = self.handle(Vec::new()).await;
+        }
         if self.has_backlog() {
             let _ = self.recover().await;
         }

@@ -41,6 +41,7 @@ impl Host {
             principal: by.unwrap_or_else(|| principal(cx)),
             request: cx,
             started: std::time::SystemTime::now(),
+            others_in_flight: self.inner.activity.count(),
         };
         if !self.inner.switches.is_on_for(name, cx.map(|cx| cx.connection_id().get())) {
             // Refused, and recorded like any refusal.
@@ -159,6 +160,7 @@ impl Host {
             principal: principal(cx),
             request: cx,
             started: std::time::SystemTime::now(),
+            others_in_flight: self.inner.activity.count(),
         };
         let unended = Unended::new(self, &call);
         let verdict = self.pass(&call, &unended).await?;
@@ -211,6 +213,7 @@ impl Host {
             principal: principal(cx),
             request: cx,
             started: std::time::SystemTime::now(),
+            others_in_flight: self.inner.activity.count(),
         };
         let unended = Unended::new(self, &call);
         let verdict = self.pass(&call, &unended).await?;

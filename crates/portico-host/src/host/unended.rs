@@ -125,6 +125,7 @@ struct Owned {
     principal: String,
     request: Option<RequestContext>,
     started: std::time::SystemTime,
+    others_in_flight: usize,
 }
 
 impl Owned {
@@ -138,6 +139,7 @@ impl Owned {
             principal: call.principal.to_owned(),
             request: call.request.cloned(),
             started: call.started,
+            others_in_flight: call.others_in_flight,
         }
     }
 
@@ -151,6 +153,7 @@ impl Owned {
             principal: &self.principal,
             request: self.request.as_ref(),
             started: self.started,
+            others_in_flight: self.others_in_flight,
         }
     }
 }

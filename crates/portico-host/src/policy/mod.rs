@@ -624,6 +624,7 @@ mod tests {
             principal: "alice",
             request: None,
             started: std::time::SystemTime::now(),
+            others_in_flight: 0,
         };
         let req = Request::of_call(&call, true).expect("known method");
         assert_eq!(
