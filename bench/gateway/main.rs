@@ -14,6 +14,7 @@
 //! bench-gateway [OPTIONS] --bin DIR --portico PATH     # DIR: bench-server, raw-echo, http-echo
 //! bench-gateway upstream [--tools N]                   # a small MCP server on stdio: echo + N-1 no-ops
 //! bench-gateway relay COMMAND [ARGS...]                # the floor: a bare JSON-RPC relay (relay.rs)
+//! bench-gateway http-relay UPSTREAM_PORT PORT          # the HTTP floor: a bare relay between two HTTP hops (http_relay.rs)
 //! bench-gateway commit [--commits N] [--bytes B] [DIR] # the floor of a log that commits each call alone (commit.rs)
 //!
 //! OPTIONS
@@ -56,6 +57,7 @@ mod proto;
 mod workloads;
 
 mod commit;
+mod http_relay;
 mod relay;
 
 use std::fmt::Write as _;
@@ -218,6 +220,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("relay") {
         args.next();
         return relay::main(args);
+    }
+    if args.peek().map(String::as_str) == Some("http-relay") {
+        args.next();
+        return http_relay::main(args);
     }
     if args.peek().map(String::as_str) == Some("commit") {
         args.next();
@@ -668,6 +674,7 @@ fn judge(
 /// record committed alone, measured now; with the relay's own addition it bounds what any such
 /// gateway adds at 1 in flight.
 async fn commit_floor(
+    transport: &str,
     dir: &Path,
     raw: &Line,
     direct1: &Line,
@@ -679,7 +686,7 @@ async fn commit_floor(
     let budget = raw.row.p50_us + 20.0;
     let least = (relay1.row.p50_us - direct1.row.p50_us) + floor.p50.as_secs_f64() * 1e6;
     verdicts.push(format!(
-        "stdio: floor with the log on: the bare relay's addition plus one commit is {least:.1} µs at p50 against the budget of {budget:.1} µs{}",
+        "{transport}: floor with the log on: the bare relay's addition plus one commit is {least:.1} µs at p50 against the budget of {budget:.1} µs{}",
         if least > budget {
             ": the target is out of reach for a gateway whose calls wait for their record's commit"
         } else {
@@ -769,7 +776,7 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         print_table("stdio: driver ⇄ [portico serve | bare relay ⇄] bench-server stdio (echo)", &rows);
         judge("stdio", &rows[0], &rows[1], &rows[2], &[&rows[5]], Some((&rows[3], &rows[6])), &mut verdicts);
         if o.audit == Audit::Written {
-            commit_floor(dir, &rows[0], &rows[1], &rows[3], &mut verdicts).await?;
+            commit_floor("stdio", dir, &rows[0], &rows[1], &rows[3], &mut verdicts).await?;
         }
         if let Some(python) = &o.python {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/py_echo.py");
@@ -797,7 +804,8 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         // the default for HTTP upstreams; `max_clients` raised from 16 to the 64 sessions).
         let shared = "shared = true\n";
         let per_client = "isolate = \"per-client\"\nmax_clients = 64\n";
-        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 6];
+        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 8];
+        let me = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
         for round in 0..o.rounds {
             eprintln!("http, round {}/{}", round + 1, o.rounds);
             let hyper =
@@ -833,6 +841,22 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
                     stop_gateway(gateway).await;
                     rounds[i].push(r.map_err(|e| format!("gateway: {e}"))?);
                 }
+                // The floor: a bare relay between the same two hops.
+                for (i, conns) in [(6, 1), (7, 64)] {
+                    let relay = start_http(
+                        &[
+                            me.to_string_lossy().into_owned(),
+                            "http-relay".into(),
+                            upstream.port.to_string(),
+                            "{port}".into(),
+                        ],
+                        o.era,
+                    )
+                    .await?;
+                    let r = http_row(&relay, o.era, conns, Some(upstream.pid), o).await;
+                    relay.stop().await;
+                    rounds[i].push(r.map_err(|e| format!("http relay: {e}"))?);
+                }
                 Ok::<_, String>(())
             }
             .await;
@@ -847,14 +871,19 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
                 ("direct", 64),
                 ("gateway (shared)", 64),
                 ("gateway (per-client)", 64),
+                ("floor: bare relay", 1),
+                ("floor: bare relay", 64),
             ],
             &rounds,
         );
         print_table(
-            "Streamable HTTP: driver ⇄ [portico serve --http ⇄] bench-server http (echo; N in flight = N connections, each its session)",
+            "Streamable HTTP: driver ⇄ [portico serve --http | bare relay ⇄] bench-server http (echo; N in flight = N connections, each its session)",
             &rows,
         );
-        judge("HTTP", &rows[0], &rows[1], &rows[2], &[&rows[4], &rows[5]], None, &mut verdicts);
+        judge("HTTP", &rows[0], &rows[1], &rows[2], &[&rows[4], &rows[5]], Some((&rows[6], &rows[7])), &mut verdicts);
+        if o.audit == Audit::Written {
+            commit_floor("HTTP", dir, &rows[0], &rows[1], &rows[6], &mut verdicts).await?;
+        }
     }
 
     if o.memory {
