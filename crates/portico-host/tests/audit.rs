@@ -473,6 +473,17 @@ impl Drop for Mounted {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_on_a_full_disk_refuses_clearly_and_loses_nothing() {
+    full_disk(false).await;
+}
+
+/// The same with every record committed by its own append (a call that came alone), not by
+/// the writer task: the failed commit's record is kept back all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_on_a_full_disk_loses_nothing_written_alone() {
+    full_disk(true).await;
+}
+
+async fn full_disk(alone: bool) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let state = dir.path().join("small");
     std::fs::create_dir(&state).unwrap_or_else(|e| panic!("{e}"));
@@ -508,7 +519,8 @@ async fn sqlite_on_a_full_disk_refuses_clearly_and_loses_nothing() {
     let mut accepted = BTreeSet::new();
     let mut refusal = None;
     for i in 0..5000 {
-        match log.append(big(i)).await {
+        let appended = if alone { log.append_alone(big(i)).await } else { log.append(big(i)).await };
+        match appended {
             Ok(()) => {
                 accepted.insert(i.to_string());
             }

@@ -324,7 +324,8 @@ impl Store for SqliteStore {
         // Another process holding the file's lock is waited for on the blocking pool, never
         // here: no wait at all for the lock on this thread.
         c.busy_timeout(Duration::ZERO).ok()?;
-        let begun = c.execute_batch("BEGIN IMMEDIATE");
+        // Prepared once and kept: `execute_batch` would parse the SQL on every commit.
+        let begun = c.prepare_cached("BEGIN IMMEDIATE").and_then(|mut st| st.execute([]).map(drop));
         if let Err(e) = c.busy_timeout(BUSY_TIMEOUT) {
             if begun.is_ok() {
                 let _ = c.execute_batch("ROLLBACK");
@@ -336,7 +337,8 @@ impl Store for SqliteStore {
             Err(e) => return Some(Err(e.into())),
             Ok(()) => {}
         }
-        let done = insert(&c, records, checkpoints).and_then(|()| Ok(c.execute_batch("COMMIT")?));
+        let done = insert(&c, records, checkpoints)
+            .and_then(|()| Ok(c.prepare_cached("COMMIT").and_then(|mut st| st.execute([]).map(drop))?));
         if done.is_err() && !c.is_autocommit() {
             let _ = c.execute_batch("ROLLBACK");
         }
