@@ -5,7 +5,8 @@
 //! downstream connection gets its own upstream connection to `127.0.0.1:UPSTREAM_PORT`, so
 //! sessions and ids need no mapping. Each request's JSON body is parsed and written again (as
 //! the stdio relay does), sent upstream with the client's headers, and the upstream's answer is
-//! passed back the same way (an event stream is passed on as it is). Nothing else: no policy,
+//! passed back the same way (an event stream's body is passed on as it is, once it has ended:
+//! a stream that never ends, such as a `GET`, is not for this relay). Nothing else: no policy,
 //! no registry, no log, no validation, no timeouts.
 //!
 //! Its p50 added at one call in flight, measured in the same run as the gateway's, is the floor
