@@ -59,7 +59,8 @@ pub(crate) struct Shared {
     store_ok: AtomicBool,
     closing: AtomicBool,
     backlog: AtomicU64,
-    /// Records an append wrote itself ([`Writer::write_alone`]).
+    /// Records an append wrote itself ([`Writer::write_alone`]), counted for tests.
+    #[cfg(test)]
     alone: AtomicU64,
     reason: Mutex<Option<String>>,
     /// Wakes the writer when the store's connection drops, or when an append wrote alone and
@@ -77,6 +78,7 @@ impl Shared {
             store_ok: AtomicBool::new(true),
             closing: AtomicBool::new(false),
             backlog: AtomicU64::new(0),
+            #[cfg(test)]
             alone: AtomicU64::new(0),
             reason: Mutex::new(None),
             wake: Notify::new(),
@@ -175,12 +177,13 @@ impl Writer {
 
     /// Runs until the log is closed (or every handle to it is dropped).
     pub async fn run(core: Core, mut rx: mpsc::Receiver<Msg>) {
-        core.lock().await.start();
+        let wake = {
+            let mut w = core.lock().await;
+            w.start();
+            w.shared.clone()
+        };
         loop {
-            let (wakeup, wake) = {
-                let w = core.lock().await;
-                (w.next_wakeup(), w.shared.clone())
-            };
+            let wakeup = core.lock().await.next_wakeup();
             let msg = tokio::select! {
                 m = rx.recv() => m,
                 () = sleep_until(wakeup) => {
@@ -249,9 +252,9 @@ impl Writer {
             self.sealed.push((record, ack));
             return Alone::Later;
         };
-        let records = vec![record];
-        let result = match self.wrote(&records, &checkpoints, written) {
+        let result = match self.wrote(std::slice::from_ref(&record), &checkpoints, written) {
             Ok(()) => {
+                #[cfg(test)]
                 self.shared.alone.fetch_add(1, Ordering::Relaxed);
                 if !due_before && self.checkpoint_interval.is_some() {
                     // The writer task sleeps with no checkpoint due: it works out when one is.
@@ -260,15 +263,9 @@ impl Writer {
                 Ok(())
             }
             Err(()) => {
-                self.keep_back(records);
+                self.keep_back(vec![record]);
                 self.schedule_retry();
-                if self.held.is_empty() {
-                    Ok(())
-                } else {
-                    Err(AuditError::Held {
-                        reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()),
-                    })
-                }
+                self.kept()
             }
         };
         self.update_health();
@@ -303,21 +300,23 @@ impl Writer {
         if !acks.is_empty() {
             // In the store or the spool file, unless the spool failed too and they are held in
             // memory.
-            let kept = self.held.is_empty();
             for ack in acks {
-                let _ = ack.send(if kept {
-                    Ok(())
-                } else {
-                    Err(AuditError::Held {
-                        reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()),
-                    })
-                });
+                let _ = ack.send(self.kept());
             }
         }
         for f in flushes {
             let _ = f.send(self.flushed());
         }
         close
+    }
+
+    /// The answer to an append whose record is written or kept back: an error only when it
+    /// could be kept in memory alone (the store and the spool both failing).
+    fn kept(&self) -> Result<(), AuditError> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        Err(AuditError::Held { reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()) })
     }
 
     fn seal(&mut self, p: Prepared) -> StoredRecord {

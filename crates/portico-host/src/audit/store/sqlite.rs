@@ -174,6 +174,12 @@ fn insert(c: &Connection, records: &[StoredRecord], checkpoints: &[Checkpoint]) 
     Ok(())
 }
 
+/// Runs a statement without parameters or rows, prepared once and kept: `execute_batch` would
+/// parse the SQL each time.
+fn run_cached(c: &Connection, sql: &str) -> rusqlite::Result<()> {
+    c.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// Whether `e` is another connection holding the lock.
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == ErrorCode::DatabaseBusy)
@@ -324,8 +330,7 @@ impl Store for SqliteStore {
         // Another process holding the file's lock is waited for on the blocking pool, never
         // here: no wait at all for the lock on this thread.
         c.busy_timeout(Duration::ZERO).ok()?;
-        // Prepared once and kept: `execute_batch` would parse the SQL on every commit.
-        let begun = c.prepare_cached("BEGIN IMMEDIATE").and_then(|mut st| st.execute([]).map(drop));
+        let begun = run_cached(&c, "BEGIN IMMEDIATE");
         if let Err(e) = c.busy_timeout(BUSY_TIMEOUT) {
             if begun.is_ok() {
                 let _ = c.execute_batch("ROLLBACK");
@@ -337,8 +342,7 @@ impl Store for SqliteStore {
             Err(e) => return Some(Err(e.into())),
             Ok(()) => {}
         }
-        let done = insert(&c, records, checkpoints)
-            .and_then(|()| Ok(c.prepare_cached("COMMIT").and_then(|mut st| st.execute([]).map(drop))?));
+        let done = insert(&c, records, checkpoints).and_then(|()| Ok(run_cached(&c, "COMMIT")?));
         if done.is_err() && !c.is_autocommit() {
             let _ = c.execute_batch("ROLLBACK");
         }
