@@ -738,8 +738,9 @@ mod tests {
 
     /// One `append_alone` at a time writes its own record, with no trip to the writer task;
     /// many at once (or a plain `append`) go through the writer's batches; either way one
-    /// chain.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    /// chain. On one thread, so the writer task cannot wake between two sequential appends
+    /// (on two, it may take its lock for a moment, and an append then rightly queues).
+    #[tokio::test(flavor = "current_thread")]
     async fn an_append_alone_writes_its_record_itself_and_many_share_batches() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let log = AuditLog::open(&RawAudit::default(), dir.path()).await.unwrap_or_else(|e| panic!("open: {e}"));
