@@ -126,6 +126,37 @@ fn text(r: &CallToolResult) -> String {
     }
 }
 
+/// A request's answer, read by the task that waits for it, never overtakes the progress
+/// notifications before it on the same event stream, even when the reader is slow to pass
+/// them on (a sink that takes its time), in both eras.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_read_by_its_caller_comes_after_the_progress_before_it() {
+    let srv = start(|h| h).await;
+    for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
+        let (client, _) = connect(&srv.url, mode, Handler::default()).await;
+        for _ in 0..3 {
+            let progress = Arc::new(Mutex::new(Vec::new()));
+            let sink = progress.clone();
+            let options = CallOptions::new().with_progress(move |p: ProgressNotificationParams| {
+                std::thread::sleep(Duration::from_millis(20));
+                sink.lock().expect("p").push(p.progress);
+            });
+            let r = client.call_tool_with("progress", json!({}), options).await.expect("progress");
+            assert_eq!(text(&r), "done");
+            assert_eq!(*progress.lock().expect("p"), vec![0.0, 50.0, 100.0], "{mode:?}");
+        }
+        // Plain answers, read by their callers, many at once.
+        let calls = (0..32).map(|i| {
+            let client = client.clone();
+            async move { client.call_tool("echo", json!({"text": format!("n{i}")})).await }
+        });
+        for (i, r) in futures_util::future::join_all(calls).await.into_iter().enumerate() {
+            assert_eq!(text(&r.expect("echo")), format!("n{i}"), "{mode:?}");
+        }
+        client.close().await;
+    }
+}
+
 #[tokio::test]
 async fn every_era_lists_calls_reads_and_gets() {
     let srv = start(|h| h).await;

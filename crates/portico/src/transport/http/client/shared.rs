@@ -85,6 +85,9 @@ pub(super) struct Shared {
     in_flight: Mutex<HashMap<RequestId, InFlight>>,
     /// Stops the current `GET` stream.
     pub get_stream: Mutex<Option<CancellationToken>>,
+    /// Set once `notifications/initialized` has been posted (or given up on): from then on
+    /// requests may be sent by the tasks that wait for them ([`super::request::direct`]).
+    handshake_ended: std::sync::atomic::AtomicBool,
     /// Authorizes every request (feature `auth-client`).
     #[cfg(feature = "auth-client")]
     pub auth: Option<crate::auth::OAuthClient>,
@@ -155,6 +158,7 @@ impl Shared {
             mirrors: Mutex::new(Mirrors::default()),
             in_flight: Mutex::new(HashMap::new()),
             get_stream: Mutex::new(None),
+            handshake_ended: std::sync::atomic::AtomicBool::new(false),
             #[cfg(feature = "auth-client")]
             auth: None,
         }
@@ -189,7 +193,18 @@ impl Shared {
     }
 
     pub(super) fn is_legacy(&self) -> bool {
-        self.status.get().legacy.is_some()
+        lock(&self.status.0).legacy.is_some()
+    }
+
+    /// Whether a request may be posted by the task that waits for it: in the stateless era
+    /// (no `initialize`), or once `notifications/initialized` has gone.
+    pub(super) fn may_send_directly(&self) -> bool {
+        self.handshake_ended.load(std::sync::atomic::Ordering::Acquire) || lock(&self.init).is_none()
+    }
+
+    /// `notifications/initialized` has been posted, or given up on.
+    pub(super) fn end_handshake(&self) {
+        self.handshake_ended.store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(super) fn session_id(&self) -> Option<String> {
@@ -224,13 +239,13 @@ impl Shared {
     pub(super) fn base_headers(&self, with_session: bool) -> HeaderMap {
         let mut h = self.headers.clone();
         if with_session {
-            let n = self.status.get();
-            if let Some(v) = n.session_id.and_then(|s| HeaderValue::from_str(&s).ok()) {
+            let n = lock(&self.status.0);
+            if let Some(v) = n.session_id.as_deref().and_then(|s| HeaderValue::from_str(s).ok()) {
                 h.insert(SESSION_ID, v);
             }
             // 2025-03-26 had no such header; later revisions require it.
-            if let Some(v) = n.version.filter(|v| v.as_str() >= "2025-06-18")
-                && let Ok(v) = HeaderValue::from_str(&v)
+            if let Some(v) = n.version.as_deref().filter(|v| *v >= "2025-06-18")
+                && let Ok(v) = HeaderValue::from_str(v)
             {
                 h.insert(PROTOCOL_VERSION, v);
             }
