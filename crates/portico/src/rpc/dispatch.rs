@@ -30,7 +30,7 @@ pub(crate) fn start<T: Transport, S: Endpoint>(transport: T, service: Arc<S>, co
     let network_transport = transport.network_transport();
     let (reader, writer) = transport.split();
     let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
-    let peer = Peer::with_direct(out_tx, network_transport, writer.direct_requests());
+    let peer = Peer::new(out_tx, network_transport);
     let span = tracing::debug_span!("mcp.connection", name = config.name);
     let writer_done = CancellationToken::new();
     tokio::spawn(write_loop(writer, out_rx, peer.clone(), writer_done.clone()).instrument(span.clone()));

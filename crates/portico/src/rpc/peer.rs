@@ -13,8 +13,6 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::sync::lock;
-use crate::transport::DirectRequests;
-use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::envelope::{self, Outgoing};
@@ -100,8 +98,6 @@ pub(crate) struct PeerShared {
     input_closed: std::sync::atomic::AtomicBool,
     /// Cancelled when the peer's input ends (after `input_closed` is set).
     input_ended: CancellationToken,
-    /// Runs a request's exchange on the task that waits for it, when the transport can.
-    direct: Option<Arc<dyn DirectRequests>>,
     /// Unique among this process's connections, for as long as it runs.
     pub(crate) id: u64,
 }
@@ -234,15 +230,6 @@ impl std::fmt::Debug for Peer {
 
 impl Peer {
     pub(crate) fn new(out: mpsc::Sender<Outgoing>, network_transport: Option<&'static str>) -> Self {
-        Self::with_direct(out, network_transport, None)
-    }
-
-    /// A peer whose requests go through `direct` when it takes them.
-    pub(crate) fn with_direct(
-        out: mpsc::Sender<Outgoing>,
-        network_transport: Option<&'static str>,
-        direct: Option<Arc<dyn DirectRequests>>,
-    ) -> Self {
         Peer {
             out: Out::Chan(out),
             shared: Arc::new(PeerShared {
@@ -256,7 +243,6 @@ impl Peer {
                 close_reason: Mutex::new(None),
                 input_closed: std::sync::atomic::AtomicBool::new(false),
                 input_ended: CancellationToken::new(),
-                direct,
                 id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed).unsigned_abs(),
             }),
         }
@@ -403,21 +389,7 @@ impl Peer {
             late: options.late,
             rx,
         };
-        // Run here when the transport can (HTTP): no trip through the writer's task, and the
-        // answer comes back without the reader's. Dropped with the guard, which abandons it.
-        let mut exchange = match &self.shared.direct {
-            Some(direct) if !self.is_closed() => match direct.start(Bytes::from(bytes)) {
-                Ok(exchange) => Some(exchange),
-                Err(bytes) => {
-                    self.send_raw(Vec::from(bytes)).await?;
-                    None
-                }
-            },
-            _ => {
-                self.send_raw(bytes).await?;
-                None
-            }
-        };
+        self.send_raw(bytes).await?;
 
         let start = Instant::now();
         let hard = options.max_total.map(|m| start + m);
@@ -440,18 +412,6 @@ impl Peer {
                 }
             };
             tokio::select! {
-                answer = async {
-                    match exchange.as_mut() {
-                        Some(e) => e.await,
-                        None => std::future::pending().await,
-                    }
-                } => {
-                    exchange = None;
-                    // `None`: the answer comes through the reader, after what came before it.
-                    if let Some(frame) = answer {
-                        self.complete_from(&id, &frame, method);
-                    }
-                }
                 outcome = &mut guard.rx => {
                     guard.disarm_pending();
                     return match outcome {
@@ -493,21 +453,6 @@ impl Peer {
                 }
             }
         }
-    }
-
-    /// Routes the answer a [`DirectRequests`] exchange returned for request `id`: a malformed
-    /// one fails the request.
-    fn complete_from(&self, id: &RequestId, frame: &[u8], method: &str) {
-        let outcome = match envelope::decode(frame) {
-            envelope::Frame::Single(Ok(envelope::Incoming::Response { id: answered, outcome })) if answered == *id => {
-                outcome
-            }
-            _ => Err(ErrorObject::new(
-                portico_schema::ErrorCode::INTERNAL_ERROR,
-                format!("the answer to {method} is not a JSON-RPC response to it"),
-            )),
-        };
-        self.complete(id, outcome);
     }
 
     /// Routes a response to its waiting caller; false when no request has that id.

@@ -7,8 +7,6 @@
 
 use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -69,33 +67,7 @@ pub trait FrameWriter: Send + 'static {
     fn flush(&mut self) -> impl Future<Output = io::Result<()>> + Send;
     /// Flushes and closes the writing direction: the peer sees end of stream.
     fn close(&mut self) -> impl Future<Output = io::Result<()>> + Send;
-
-    /// For a transport on which each request is an exchange of its own (HTTP): what runs a
-    /// request's exchange on the task that waits for its answer, instead of handing the
-    /// request to the writer's task and the answer back through the reader's. `None` (the
-    /// default) for a byte stream, whose messages must all go through one writer.
-    fn direct_requests(&self) -> Option<Arc<dyn DirectRequests>> {
-        None
-    }
 }
-
-/// A request's exchange, run by the task that sent the request and waits for its answer (see
-/// [`FrameWriter::direct_requests`]). It saves two hand-overs between tasks each way: the
-/// writer's and the reader's.
-pub trait DirectRequests: Send + Sync + 'static {
-    /// Starts the exchange of `frame`, one JSON-RPC request, or hands `frame` back when it must
-    /// go through the writer like any other message (to keep an order the transport needs).
-    ///
-    /// The future ends with the request's answer, unless the exchange brought other messages
-    /// before it: those, and then the answer, go through the reader, in the order they came,
-    /// and the future ends with `None`. It ends with `None` too when the transport has closed.
-    /// Dropping it abandons the exchange, as cancelling the request does.
-    fn start(&self, frame: Bytes) -> Result<DirectExchange, Bytes>;
-}
-
-/// The exchange of one request, run by the task that waits for its answer
-/// ([`DirectRequests::start`]).
-pub type DirectExchange = Pin<Box<dyn Future<Output = Option<Bytes>> + Send>>;
 
 /// Why reading a message failed.
 #[derive(Debug, thiserror::Error)]

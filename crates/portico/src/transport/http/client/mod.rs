@@ -65,9 +65,7 @@ use portico_schema::{ErrorCode, methods};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use super::super::{
-    DEFAULT_MAX_MESSAGE_SIZE, DirectExchange, DirectRequests, FrameReader, FrameWriter, ReadError, Transport,
-};
+use super::super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
 use frame::Outgoing;
 use shared::{Ends, Shared, Status};
 
@@ -348,7 +346,7 @@ impl HttpClientWriter {
         };
         let (tx, _) = self.queue.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel(ORDERED_QUEUE);
-            let task = tokio::spawn(session::post_in_order(shared.clone(), rx));
+            let task = tokio::spawn(session::post_in_order(shared, rx));
             (tx, task)
         });
         tx.send((frame, what, posted_tx))
@@ -357,7 +355,6 @@ impl HttpClientWriter {
         if let Some(posted) = posted {
             // Bounded: a server that never answers the notification must not stall the client.
             let _ = tokio::time::timeout(HANDSHAKE_END_WAIT, posted).await;
-            shared.end_handshake();
         }
         Ok(())
     }
@@ -399,13 +396,6 @@ impl FrameWriter for HttpClientWriter {
         Ok(())
     }
 
-    /// Requests (but `initialize`, and any before `notifications/initialized` has been
-    /// posted, or on the legacy transport) are posted by the task that waits for them.
-    fn direct_requests(&self) -> Option<Arc<dyn DirectRequests>> {
-        let shared = self.shared.as_ref().ok()?.clone();
-        Some(Arc::new(Direct(shared)))
-    }
-
     /// Posts what is still queued, stops every stream and ends the session (`DELETE`),
     /// waiting at most a few seconds for the server.
     ///
@@ -420,15 +410,6 @@ impl FrameWriter for HttpClientWriter {
         }
         session::close(&shared, CLOSE_GRACE).await;
         Ok(())
-    }
-}
-
-/// [`HttpClientWriter::direct_requests`].
-struct Direct(Arc<Shared>);
-
-impl DirectRequests for Direct {
-    fn start(&self, frame: Bytes) -> Result<DirectExchange, Bytes> {
-        request::direct(&self.0, frame)
     }
 }
 

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::StatusCode;
 use portico_schema::{ErrorCode, RequestId, methods};
-use tokio::sync::oneshot;
 use tracing::debug;
 
 use super::frame::{self, OutRequest};
@@ -14,7 +13,6 @@ use super::shared::{self, Shared, content_type, drain, is_event_stream, read_bod
 use super::sse::{Cursor, Event, Events};
 use super::{legacy, session};
 use crate::sync::lock;
-use crate::transport::DirectExchange;
 
 /// Starts the exchange of one request in its own task.
 pub(super) fn spawn(shared: Arc<Shared>, frame: Bytes, req: OutRequest) {
@@ -23,55 +21,13 @@ pub(super) fn spawn(shared: Arc<Shared>, frame: Bytes, req: OutRequest) {
     }
     let abort = shared.track(&req.id, req.stateless.is_some());
     tokio::spawn(async move {
-        let mut answer = Answer::to(&req);
         tokio::select! {
             biased;
             _ = abort.cancelled() => debug!(id = %req.id, "request cancelled; its HTTP exchange is dropped"),
-            _ = exchange(&shared, &frame, &req, &mut answer) => {}
+            _ = exchange(&shared, &frame, &req) => {}
         }
         shared.untrack(&req.id);
     });
-}
-
-/// Runs the exchange of one request on the caller's task ([`DirectRequests`]), or `None`
-/// when the request must be written like any other message: `initialize`, anything on the
-/// legacy transport, and anything before `notifications/initialized` has been posted (the
-/// server must see that first).
-///
-/// The future ends as soon as the answer is known. What remains of the exchange (the rest of
-/// an event stream after the answer) then goes on in a task of its own.
-///
-/// [`DirectRequests`]: crate::transport::DirectRequests
-pub(super) fn direct(shared: &Arc<Shared>, frame: Bytes) -> Result<DirectExchange, Bytes> {
-    if shared.is_legacy() || !shared.may_send_directly() {
-        return Err(frame);
-    }
-    let req = match frame::classify(&frame) {
-        frame::Outgoing::Request(req) if req.method != methods::INITIALIZE => req,
-        _ => return Err(frame),
-    };
-    let shared = shared.clone();
-    Ok(Box::pin(async move {
-        let (tx, mut rx) = oneshot::channel();
-        let mut work = Box::pin(async move {
-            let mut answer = Answer::to(&req);
-            answer.direct = Some(tx);
-            tokio::select! {
-                biased;
-                _ = shared.ends.closed.cancelled() => {}
-                _ = exchange(&shared, &frame, &req, &mut answer) => {}
-            }
-        });
-        tokio::select! {
-            biased;
-            () = &mut work => rx.try_recv().ok().flatten(),
-            answer = &mut rx => {
-                // Known, and the exchange goes on (it reads what follows the answer).
-                tokio::spawn(work);
-                answer.ok().flatten()
-            }
-        }
-    }))
 }
 
 /// What is expected on an answer: which request it answers, and what to learn from it.
@@ -81,11 +37,6 @@ pub(super) struct Answer {
     stateless: bool,
     /// Keep the answer instead of handing it up (a repeated `initialize`).
     capture: bool,
-    /// The caller who runs the exchange ([`direct`]): told the answer, or told that it was
-    /// handed up because other messages were handed up before it (it must not overtake them).
-    direct: Option<oneshot::Sender<Option<Bytes>>>,
-    /// Some other message was handed up.
-    relayed: bool,
     pub answered: Option<Bytes>,
 }
 
@@ -96,23 +47,13 @@ impl Answer {
             method: req.method.clone(),
             stateless: req.stateless.is_some(),
             capture: false,
-            direct: None,
-            relayed: false,
             answered: None,
         }
     }
 
     /// An answer kept for the transport itself.
     pub(super) fn captured(id: RequestId, method: &str) -> Self {
-        Answer {
-            id,
-            method: method.to_owned(),
-            stateless: false,
-            capture: true,
-            direct: None,
-            relayed: false,
-            answered: None,
-        }
+        Answer { id, method: method.to_owned(), stateless: false, capture: true, answered: None }
     }
 
     fn is_answered(&self) -> bool {
@@ -122,7 +63,6 @@ impl Answer {
     /// Hands one received message up, learning from it on the way.
     pub(super) async fn deliver(&mut self, shared: &Shared, frame: Bytes) {
         if frame::response_id(&frame).as_ref() != Some(&self.id) {
-            self.relayed = true;
             shared.deliver(frame).await;
             return;
         }
@@ -138,7 +78,10 @@ impl Answer {
         {
             frame = Bytes::from(rewritten);
         }
-        self.keep(shared, frame).await;
+        self.answered = Some(frame.clone());
+        if !self.capture {
+            shared.deliver(frame).await;
+        }
     }
 
     /// Answers the request with an error (unless it was answered already).
@@ -146,24 +89,9 @@ impl Answer {
         if self.is_answered() {
             return;
         }
-        self.keep(shared, frame).await;
-    }
-
-    /// Keeps the answer, and hands it up unless it is kept for the transport or the caller.
-    async fn keep(&mut self, shared: &Shared, frame: Bytes) {
         self.answered = Some(frame.clone());
-        if self.capture {
-            return;
-        }
-        match self.direct.take() {
-            Some(caller) if !self.relayed => {
-                let _ = caller.send(Some(frame));
-            }
-            Some(caller) => {
-                shared.deliver(frame).await;
-                let _ = caller.send(None);
-            }
-            None => shared.deliver(frame).await,
+        if !self.capture {
+            shared.deliver(frame).await;
         }
     }
 
@@ -173,8 +101,9 @@ impl Answer {
     }
 }
 
-/// POSTs the request and gives `answer` its answer, whatever happens.
-async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest, answer: &mut Answer) {
+/// POSTs the request and hands up its answer, whatever happens.
+async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
+    let mut answer = Answer::to(req);
     let mut may_renew = true;
     let mut may_refetch = true;
     loop {
@@ -225,20 +154,20 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest, answer:
                     continue;
                 }
             }
-            return answer_error(shared, answer, status, &body).await;
+            return answer_error(shared, &mut answer, status, &body).await;
         }
         if req.method == methods::INITIALIZE && matches!(status.as_u16(), 400 | 404 | 405) {
             let body = read_body(resp, shared.max_message).await.unwrap_or_default();
             if !frame::is_jsonrpc_error(&body) {
                 debug!(%status, "initialize refused without a JSON-RPC error; trying the legacy HTTP+SSE transport");
-                return legacy::fall_back(shared, frame, answer, status).await;
+                return legacy::fall_back(shared, frame, &mut answer, status).await;
             }
-            return answer_error(shared, answer, status, &body).await;
+            return answer_error(shared, &mut answer, status, &body).await;
         }
         if req.method == methods::INITIALIZE && status.is_success() {
             remember_session(shared, &resp);
         }
-        return read_answer(shared, resp, answer).await;
+        return read_answer(shared, resp, &mut answer).await;
     }
 }
 

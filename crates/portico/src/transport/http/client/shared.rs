@@ -85,9 +85,6 @@ pub(super) struct Shared {
     in_flight: Mutex<HashMap<RequestId, InFlight>>,
     /// Stops the current `GET` stream.
     pub get_stream: Mutex<Option<CancellationToken>>,
-    /// Set once `notifications/initialized` has been posted (or given up on): from then on
-    /// requests may be sent by the tasks that wait for them ([`super::request::direct`]).
-    handshake_ended: std::sync::atomic::AtomicBool,
     /// Authorizes every request (feature `auth-client`).
     #[cfg(feature = "auth-client")]
     pub auth: Option<crate::auth::OAuthClient>,
@@ -158,7 +155,6 @@ impl Shared {
             mirrors: Mutex::new(Mirrors::default()),
             in_flight: Mutex::new(HashMap::new()),
             get_stream: Mutex::new(None),
-            handshake_ended: std::sync::atomic::AtomicBool::new(false),
             #[cfg(feature = "auth-client")]
             auth: None,
         }
@@ -194,17 +190,6 @@ impl Shared {
 
     pub(super) fn is_legacy(&self) -> bool {
         lock(&self.status.0).legacy.is_some()
-    }
-
-    /// Whether a request may be posted by the task that waits for it: in the stateless era
-    /// (no `initialize`), or once `notifications/initialized` has gone.
-    pub(super) fn may_send_directly(&self) -> bool {
-        self.handshake_ended.load(std::sync::atomic::Ordering::Acquire) || lock(&self.init).is_none()
-    }
-
-    /// `notifications/initialized` has been posted, or given up on.
-    pub(super) fn end_handshake(&self) {
-        self.handshake_ended.store(true, std::sync::atomic::Ordering::Release);
     }
 
     pub(super) fn session_id(&self) -> Option<String> {
