@@ -126,11 +126,10 @@ fn text(r: &CallToolResult) -> String {
     }
 }
 
-/// A request's answer, read by the task that waits for it, never overtakes the progress
-/// notifications before it on the same event stream, even when the reader is slow to pass
-/// them on (a sink that takes its time), in both eras.
+/// A request's answer never overtakes the progress notifications before it on the same event
+/// stream, even when they are slow to pass on (a sink that takes its time), in both eras.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_answer_read_by_its_caller_comes_after_the_progress_before_it() {
+async fn an_answer_comes_after_the_progress_before_it_even_with_a_slow_sink() {
     let srv = start(|h| h).await;
     for mode in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless] {
         let (client, _) = connect(&srv.url, mode, Handler::default()).await;
@@ -145,7 +144,7 @@ async fn an_answer_read_by_its_caller_comes_after_the_progress_before_it() {
             assert_eq!(text(&r), "done");
             assert_eq!(*progress.lock().expect("p"), vec![0.0, 50.0, 100.0], "{mode:?}");
         }
-        // Plain answers, read by their callers, many at once.
+        // Plain answers, many at once, each to its own call.
         let calls = (0..32).map(|i| {
             let client = client.clone();
             async move { client.call_tool("echo", json!({"text": format!("n{i}")})).await }

@@ -193,7 +193,7 @@ impl Shared {
     }
 
     pub(super) fn session_id(&self) -> Option<String> {
-        self.status.get().session_id
+        lock(&self.status.0).session_id.clone()
     }
 
     /// Registers a request in flight; its token stops the exchange.
