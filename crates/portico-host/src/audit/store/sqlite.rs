@@ -2,13 +2,15 @@
 //! one for reading, each used on the blocking pool, except a small batch of records that can be
 //! committed at once ([`Store::write_now`]).
 //!
-//! The WAL is checkpointed by the writing connection on the blocking pool, never inside a
-//! commit made on a runtime thread: the connection's WAL hook only counts the WAL's pages
-//! (which turns SQLite's own checkpoint-on-commit off), and [`Store::write`] checkpoints once
-//! they reach [`CHECKPOINT_PAGES`].
+//! The WAL is checkpointed on a connection of its own, on the blocking pool, beside the
+//! writer's commits ([`wal`]): the writing connection's WAL hook only counts the WAL's pages
+//! (which turns SQLite's own checkpoint-on-commit off), and [`Store::write`] starts a checkpoint
+//! once they reach [`wal::CHECKPOINT_PAGES`]; a commit made on a runtime thread never
+//! checkpoints.
+
+mod wal;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -36,16 +38,12 @@ pub(crate) struct SqliteStore {
     path: PathBuf,
     write: Arc<Mutex<Connection>>,
     read: Arc<Mutex<Connection>>,
-    /// Pages in the WAL after the writing connection's last commit (its WAL hook).
-    wal_pages: Arc<AtomicU32>,
+    /// The writing connection's WAL and its checkpoints.
+    wal: Arc<wal::Wal>,
 }
 
 /// How long a connection waits for another's lock on the file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The WAL is checkpointed when it holds this many pages (32 MiB) rather than SQLite's 1000:
-/// an index page written by many transactions in between is copied to the database once.
-const CHECKPOINT_PAGES: u32 = 8192;
 
 /// At most this many records are committed at once on the calling thread ([`Store::write_now`]):
 /// a commit of a few takes tens of microseconds, about what the trips to a blocking thread and
@@ -79,7 +77,7 @@ fn connect(path: &Path, create: bool, role: Role) -> Result<Connection, StoreErr
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     // 32 MiB of pages: the indexes by tool and by server take inserts all over.
     conn.pragma_update(None, "cache_size", -32_768)?;
-    conn.pragma_update(None, "wal_autocheckpoint", CHECKPOINT_PAGES)?;
+    conn.pragma_update(None, "wal_autocheckpoint", wal::CHECKPOINT_PAGES)?;
     Ok(conn)
 }
 
@@ -126,17 +124,6 @@ fn no_lookaside(conn: &Connection) {
             none,
         )
     };
-}
-
-/// The writing connection counts the WAL's pages into `pages` after each commit, in place of
-/// SQLite's checkpoint-on-commit (a connection has one WAL hook).
-fn count_wal_pages(conn: &mut Connection, pages: &Arc<AtomicU32>) -> Result<(), StoreError> {
-    let pages = pages.clone();
-    conn.wal_hook(Some(move |_: &mut rusqlite::hooks::Wal, n: std::ffi::c_int| {
-        pages.store(u32::try_from(n).unwrap_or(0), Ordering::Relaxed);
-        Ok(())
-    }))?;
-    Ok(())
 }
 
 /// Inserts records and checkpoints in the transaction open on `c`.
@@ -276,14 +263,13 @@ impl SqliteStore {
         }
         let mut write = connect(path, create, Role::Write)?;
         migrate(&mut write)?;
-        let wal_pages = Arc::new(AtomicU32::new(0));
-        count_wal_pages(&mut write, &wal_pages)?;
+        let wal = Arc::new(wal::Wal::new(path.to_path_buf(), &mut write)?);
         let read = connect(path, false, Role::Read)?;
         Ok(SqliteStore {
             path: path.to_path_buf(),
             write: Arc::new(Mutex::new(write)),
             read: Arc::new(Mutex::new(read)),
-            wal_pages,
+            wal,
         })
     }
 }
@@ -305,24 +291,18 @@ impl Store for SqliteStore {
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
-        let wal_pages = self.wal_pages.clone();
+        let wal = self.wal.clone();
         blocking(&self.write, move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             insert(&tx, &records, &checkpoints)?;
             tx.commit()?;
-            if wal_pages.load(Ordering::Relaxed) >= CHECKPOINT_PAGES {
-                // PASSIVE: copies what no reader still needs, waits for no one. A failure here
-                // loses nothing (the records are in the WAL); the next write tries again.
-                if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::warn!("activity log: checkpointing the WAL failed: {e}");
-                }
-            }
+            wal.after_commit(c);
             Ok(())
         })
     }
 
     fn write_now(&self, records: &[StoredRecord], checkpoints: &[Checkpoint]) -> Option<Result<(), StoreError>> {
-        if records.len() > WRITE_NOW_MAX || self.wal_pages.load(Ordering::Relaxed) >= CHECKPOINT_PAGES {
+        if records.len() > WRITE_NOW_MAX || !self.wal.commit_now_ok() {
             return None;
         }
         // In use on the blocking pool (a read of the health check, a prune): that path waits.
