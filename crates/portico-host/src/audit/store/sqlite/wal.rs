@@ -177,7 +177,10 @@ impl Wal {
 fn checkpoint(path: &std::path::Path, conn: &Mutex<Option<Connection>>) -> Result<u32, String> {
     let mut guard = conn.lock().map_err(|_| "the checkpoint connection's lock is poisoned".to_owned())?;
     if guard.is_none() {
-        *guard = Some(connect(path, false, Role::Read).map_err(|e| e.message)?);
+        let c = connect(path, false, Role::Read).map_err(|e| e.message)?;
+        // A checkpoint copies frames through a buffer of its own: no page cache to speak of.
+        c.pragma_update(None, "cache_size", -64).map_err(|e| e.to_string())?;
+        *guard = Some(c);
     }
     let Some(c) = guard.as_ref() else { return Ok(0) };
     let copied: i64 = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(2)).map_err(|e| e.to_string())?;
