@@ -10,7 +10,10 @@
 //! starts the WAL over only once every frame is copied. So when a background checkpoint is done,
 //! the writer copies what is left itself, at its next commit, if that is little
 //! ([`FINISH_PAGES`]); otherwise another background checkpoint starts. Each copies what came
-//! during the one before, so the rest shrinks to a short copy on the writer. If the WAL still
+//! during the one before, so the rest shrinks to a short copy on the writer. SQLite syncs the
+//! database only after a checkpoint that copied every frame, so a background round syncs what it
+//! copied itself: otherwise the writer's short copy would end in the write-back of megabytes
+//! (about 20 ms where a sync is slow, every commit held meanwhile). If the WAL still
 //! grows to [`MAX_PAGES`] (the disk cannot keep up), the writer checkpoints at once, as before:
 //! the WAL stays bounded.
 
@@ -45,6 +48,8 @@ const DONE: u8 = 2;
 #[derive(Debug)]
 pub(super) struct Wal {
     path: PathBuf,
+    /// The WAL file, `path` + `-wal`.
+    wal: PathBuf,
     /// Pages in the WAL after the writing connection's last commit (its WAL hook).
     pages: Arc<AtomicU32>,
     /// The background checkpoints' connection, opened by the first of them.
@@ -79,8 +84,11 @@ impl Wal {
             counted.store(u32::try_from(n).unwrap_or(0), Ordering::Relaxed);
             Ok(())
         }))?;
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
         Ok(Wal {
             path,
+            wal: PathBuf::from(wal),
             pages,
             conn: Arc::new(Mutex::new(None)),
             state: Arc::new(AtomicU8::new(IDLE)),
@@ -149,8 +157,8 @@ impl Wal {
     fn start(&self) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
         self.state.store(RUNNING, Ordering::Release);
-        let (path, conn, state, copied) =
-            (self.path.clone(), self.conn.clone(), self.state.clone(), self.copied.clone());
+        let (path, wal, conn, state, copied) =
+            (self.path.clone(), self.wal.clone(), self.conn.clone(), self.state.clone(), self.copied.clone());
         drop(runtime.spawn_blocking(move || {
             match checkpoint(&path, &conn) {
                 Ok(n) => copied.store(n, Ordering::Release),
@@ -159,12 +167,13 @@ impl Wal {
                     copied.store(0, Ordering::Release);
                 }
             }
-            // The frames committed meanwhile go to the disk here, so that the writer's own
-            // checkpoint, which syncs the WAL first, has little left to wait for.
-            let mut wal = path.clone().into_os_string();
-            wal.push("-wal");
-            if let Ok(f) = std::fs::File::open(&wal) {
-                let _ = f.sync_data();
+            // What this round copied into the database, and the frames committed meanwhile, go
+            // to the disk here, so that the writer's own checkpoint, which syncs the WAL before
+            // it copies and the database after, has little left to wait for.
+            for file in [&path, &wal] {
+                if let Ok(f) = std::fs::File::open(file) {
+                    let _ = f.sync_data();
+                }
             }
             state.store(DONE, Ordering::Release);
         }));
