@@ -48,8 +48,6 @@ const DONE: u8 = 2;
 #[derive(Debug)]
 pub(super) struct Wal {
     path: PathBuf,
-    /// The WAL file, `path` + `-wal`.
-    wal: PathBuf,
     /// Pages in the WAL after the writing connection's last commit (its WAL hook).
     pages: Arc<AtomicU32>,
     /// The background checkpoints' connection, opened by the first of them.
@@ -84,11 +82,8 @@ impl Wal {
             counted.store(u32::try_from(n).unwrap_or(0), Ordering::Relaxed);
             Ok(())
         }))?;
-        let mut wal = path.clone().into_os_string();
-        wal.push("-wal");
         Ok(Wal {
             path,
-            wal: PathBuf::from(wal),
             pages,
             conn: Arc::new(Mutex::new(None)),
             state: Arc::new(AtomicU8::new(IDLE)),
@@ -157,22 +152,14 @@ impl Wal {
     fn start(&self) -> bool {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return false };
         self.state.store(RUNNING, Ordering::Release);
-        let (path, wal, conn, state, copied) =
-            (self.path.clone(), self.wal.clone(), self.conn.clone(), self.state.clone(), self.copied.clone());
+        let (path, conn, state, copied) =
+            (self.path.clone(), self.conn.clone(), self.state.clone(), self.copied.clone());
         drop(runtime.spawn_blocking(move || {
             match checkpoint(&path, &conn) {
                 Ok(n) => copied.store(n, Ordering::Release),
                 Err(e) => {
                     tracing::warn!("activity log: checkpointing the WAL failed: {e}");
                     copied.store(0, Ordering::Release);
-                }
-            }
-            // What this round copied into the database, and the frames committed meanwhile, go
-            // to the disk here, so that the writer's own checkpoint, which syncs the WAL before
-            // it copies and the database after, has little left to wait for.
-            for file in [&path, &wal] {
-                if let Ok(f) = std::fs::File::open(file) {
-                    let _ = f.sync_data();
                 }
             }
             state.store(DONE, Ordering::Release);
@@ -193,7 +180,45 @@ fn checkpoint(path: &std::path::Path, conn: &Mutex<Option<Connection>>) -> Resul
     }
     let Some(c) = guard.as_ref() else { return Ok(0) };
     let copied: i64 = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(2)).map_err(|e| e.to_string())?;
+    // What this round copied into the database, and the frames committed meanwhile, go to the
+    // disk here, so that the writer's own checkpoint, which syncs the WAL before it copies and
+    // the database after, has little left to wait for.
+    let _ = sync_files(c);
     Ok(u32::try_from(copied).unwrap_or(0))
+}
+
+/// Syncs the database file and the WAL through `c`'s own handles on them (SQLite syncs the
+/// database only after a checkpoint that copied every frame). Never through a file opened here:
+/// closing any descriptor of the database file drops every POSIX lock this process holds on it,
+/// the writer's included. A sync that fails is left to the writer's checkpoint, which syncs both.
+/// The files synced.
+#[allow(unsafe_code)]
+fn sync_files(c: &Connection) -> usize {
+    use rusqlite::ffi;
+    let mut synced = 0;
+    for op in [ffi::SQLITE_FCNTL_FILE_POINTER, ffi::SQLITE_FCNTL_JOURNAL_POINTER] {
+        let mut file: *mut ffi::sqlite3_file = std::ptr::null_mut();
+        // SAFETY: the handle is this open connection's, used by this thread alone (the caller
+        // holds the checkpoint connection's lock) and idle: no statement runs on it. Both
+        // opcodes write one `sqlite3_file *` (the connection's own, or null) to the pointer
+        // passed, a live local of that type.
+        let rc = unsafe { ffi::sqlite3_file_control(c.handle(), c"main".as_ptr(), op, (&raw mut file).cast()) };
+        if rc != ffi::SQLITE_OK || file.is_null() {
+            continue;
+        }
+        // SAFETY: `file` is the connection's open file object, valid while the connection is
+        // open and unused elsewhere (above). A file not opened yet (the WAL before its first
+        // read) has no methods and is skipped; `xSync` takes the object and its flags.
+        unsafe {
+            let methods = (*file).pMethods;
+            if let Some(sync) = methods.as_ref().and_then(|m| m.xSync)
+                && sync(file, ffi::SQLITE_SYNC_NORMAL) == ffi::SQLITE_OK
+            {
+                synced += 1;
+            }
+        }
+    }
+    synced
 }
 
 #[cfg(test)]
@@ -338,6 +363,26 @@ mod tests {
 
     /// Outside a runtime there is nowhere to run a checkpoint beside the writer: it checkpoints
     /// itself, and the WAL is reused.
+    /// A background round reaches both files through its connection's own handles (no
+    /// descriptor of the database is opened and closed beside SQLite's), and syncs them.
+    #[test]
+    fn a_background_round_syncs_the_database_and_the_wal_through_its_own_handles() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("log.db");
+        let (c, wal) = open(&path, 64, 256);
+        for n in 0..20 {
+            commit_now(&c, n);
+        }
+        let copied = checkpoint(&path, &wal.conn).unwrap_or_else(|e| panic!("{e}"));
+        assert!(copied > 0, "the round copied nothing");
+        let guard = wal.conn.lock().unwrap_or_else(|e| panic!("{e}"));
+        let background = guard.as_ref().unwrap_or_else(|| panic!("the round opened no connection"));
+        assert_eq!(sync_files(background), 2, "the database and the WAL were not both synced");
+        // The writer's connection goes on committing after the round.
+        drop(guard);
+        commit_now(&c, 20);
+    }
+
     #[test]
     fn without_a_runtime_the_writer_checkpoints_itself() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
