@@ -361,8 +361,6 @@ mod tests {
         assert_eq!(wal.state.load(Ordering::Acquire), RUNNING, "the held checkpoint still runs");
     }
 
-    /// Outside a runtime there is nowhere to run a checkpoint beside the writer: it checkpoints
-    /// itself, and the WAL is reused.
     /// A background round reaches both files through its connection's own handles (no
     /// descriptor of the database is opened and closed beside SQLite's), and syncs them.
     #[test]
@@ -383,6 +381,8 @@ mod tests {
         commit_now(&c, 20);
     }
 
+    /// Outside a runtime there is nowhere to run a checkpoint beside the writer: it checkpoints
+    /// itself, and the WAL is reused.
     #[test]
     fn without_a_runtime_the_writer_checkpoints_itself() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
