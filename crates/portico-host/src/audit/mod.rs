@@ -70,8 +70,10 @@
 //! and `audit-signing.key` (mode 0600), `audit-signing.pub`, `audit-spool.jsonl` while
 //! records wait, and `audit-archive/`.
 
+mod canonical;
 mod chain;
 mod config;
+mod prepare;
 pub mod query;
 pub mod raw;
 pub mod record;
@@ -537,7 +539,7 @@ impl AuditLog {
         let alone = Appending::enter(&self.inner.appending);
         let now = time::now_micros();
         let id = chain::ulid(u64::try_from(now / 1000).unwrap_or(0));
-        let prepared = record::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
+        let prepared = prepare::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
         let waited = self.inner.config.queue_timeout;
         let (ack, written) = match self.inner.config.wait {
             Wait::Written => {

@@ -237,19 +237,22 @@ impl Redactor {
         }
     }
 
-    /// Redacts a record's fields in place: key names inside the content fields, then pointers.
-    pub(crate) fn redact(&self, record: &mut [(&'static str, Value)]) {
-        for (k, v) in record.iter_mut() {
-            if keys::CONTENT.contains(k) {
-                self.redact_keys(v);
-            }
+    /// Whether a pointer reaches into the record's field `key`.
+    pub(crate) fn points_into(&self, key: &str) -> bool {
+        self.pointers.iter().any(|segs| segs.first().is_some_and(|first| first == "*" || first == key))
+    }
+
+    /// Redacts the record's field `key` in place: key names inside it when it is a content
+    /// field (`content`), then the pointers into it, in their order.
+    pub(crate) fn redact_field(&self, key: &str, content: bool, v: &mut Value) {
+        if content {
+            self.redact_keys(v);
         }
         for segs in &self.pointers {
-            let Some((first, rest)) = segs.split_first() else { continue };
-            for (k, v) in record.iter_mut() {
-                if first == "*" || first == k {
-                    self.redact_pointer(v, rest);
-                }
+            if let Some((first, rest)) = segs.split_first()
+                && (first == "*" || first == key)
+            {
+                self.redact_pointer(v, rest);
             }
         }
     }

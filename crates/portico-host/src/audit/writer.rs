@@ -22,7 +22,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use super::chain::{Checkpoint, Signer, link};
-use super::record::Prepared;
+use super::prepare::Prepared;
 use super::spool::Spool;
 use super::store::{Store, StoredRecord};
 use super::{AuditError, OnFailure};
