@@ -64,13 +64,36 @@ pub(crate) fn link(prev: &[u8; 32], text: &str) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// A new ULID for a record made at `ms` (milliseconds since the epoch): 48 bits of time, 80
-/// random, in Crockford's base 32.
-pub(crate) fn ulid(ms: u64) -> String {
-    const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-    let random: u128 = rand::random::<u128>() & ((1u128 << 80) - 1);
-    let v = (u128::from(ms & 0xFFFF_FFFF_FFFF) << 80) | random;
-    (0..26).map(|i| char::from(ALPHABET[((v >> (125 - 5 * i)) & 31) as usize])).collect()
+/// Crockford's base 32, as ULIDs are written.
+const ULID_ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/// The low bits of a record's ULID that hold its `seq`.
+const ULID_SEQ_BITS: u32 = 40;
+
+/// A new ULID for the record `seq` made at `ms` (milliseconds since the epoch), in Crockford's
+/// base 32: 48 bits of time, then 80 bits that are random in other ULIDs. Here 40 of them are
+/// random and the last 40 are the record's `seq` (modulo 2^40), so the record is found by its
+/// `seq` from its id ([`ulid_seq`]) and the log needs no index of ids.
+pub(crate) fn ulid(ms: u64, seq: u64) -> String {
+    let random: u128 = rand::random::<u128>() & ((1u128 << (80 - ULID_SEQ_BITS)) - 1);
+    let seq = u128::from(seq) & ((1u128 << ULID_SEQ_BITS) - 1);
+    let v = (u128::from(ms & 0xFFFF_FFFF_FFFF) << 80) | (random << ULID_SEQ_BITS) | seq;
+    (0..26).map(|i| char::from(ULID_ALPHABET[((v >> (125 - 5 * i)) & 31) as usize])).collect()
+}
+
+/// The `seq` (modulo 2^40) a record's ULID carries if [`ulid`] made it; `None` for text that
+/// is not a ULID. An id made otherwise (by a log older than this scheme) gives some number, so
+/// the record found by it is compared by its id.
+pub(crate) fn ulid_seq(id: &str) -> Option<u64> {
+    if id.len() != 26 {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for b in id.bytes() {
+        let digit = ULID_ALPHABET.iter().position(|&a| a == b.to_ascii_uppercase())?;
+        v = (v << 5) | digit as u128;
+    }
+    u64::try_from(v & ((1u128 << ULID_SEQ_BITS) - 1)).ok()
 }
 
 /// Reads a 32-byte key (hex) from `path`; `None` when the file does not exist.
@@ -224,9 +247,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ulids_are_26_crockford_characters_in_time_order() {
-        let a = ulid(1_700_000_000_000);
-        let b = ulid(1_700_000_000_001);
+    fn ulids_are_26_crockford_characters_in_time_order_and_carry_their_seq() {
+        let a = ulid(1_700_000_000_000, 7);
+        let b = ulid(1_700_000_000_001, 1);
+        assert_eq!(ulid_seq(&a), Some(7));
+        assert_eq!(ulid_seq(&b.to_lowercase()), Some(1));
+        assert_eq!(ulid_seq(&ulid(1_700_000_000_000, (1 << 40) - 1)), Some((1 << 40) - 1));
+        assert_eq!(ulid_seq(&ulid(1_700_000_000_000, 1 << 40)), Some(0));
+        assert_eq!(ulid_seq("01ZZZ"), None);
+        assert_eq!(ulid_seq("01HF0000000000000000000U00"), None, "U is not in the alphabet");
         assert_eq!(a.len(), 26);
         assert!(a < b);
         assert!(a.starts_with("01HF"), "{a}");

@@ -537,9 +537,7 @@ impl AuditLog {
             return Err(if tx.is_closed() { AuditError::Closed } else { self.inner.shared.unavailable() });
         }
         let alone = Appending::enter(&self.inner.appending);
-        let now = time::now_micros();
-        let id = chain::ulid(u64::try_from(now / 1000).unwrap_or(0));
-        let prepared = prepare::prepare(entry, id, redactor, now).map_err(AuditError::Record)?;
+        let prepared = prepare::prepare(entry, redactor, time::now_micros()).map_err(AuditError::Record)?;
         let waited = self.inner.config.queue_timeout;
         let (ack, written) = match self.inner.config.wait {
             Wait::Written => {
@@ -654,12 +652,22 @@ impl AuditLog {
     /// # Errors
     /// When the store cannot be read.
     pub async fn show(&self, id: &str) -> Result<Option<Record>, AuditError> {
-        let lookup = match id.parse::<u64>() {
-            Ok(seq) => Lookup::Seq(seq),
-            Err(_) => Lookup::Id(id.to_ascii_uppercase()),
-        };
-        let row = self.inner.store.get(lookup).await.map_err(AuditError::store(self.inner.store.as_ref()))?;
-        Ok(row.map(Record::from))
+        let get =
+            |lookup| async { self.inner.store.get(lookup).await.map_err(AuditError::store(self.inner.store.as_ref())) };
+        if let Ok(seq) = id.parse::<u64>() {
+            return Ok(get(Lookup::Seq(seq)).await?.map(Record::from));
+        }
+        let id = id.to_ascii_uppercase();
+        // A record's ULID carries its `seq` (modulo 2^40, past which the search below finds
+        // it). The log keeps no index of ids, so an id that names no record so found (one made
+        // before ids carried their `seq`, or none at all) is looked for through the whole log.
+        if let Some(seq) = chain::ulid_seq(&id)
+            && let Some(row) = get(Lookup::Seq(seq)).await?
+            && row.columns.id == id
+        {
+            return Ok(Some(Record::from(row)));
+        }
+        Ok(get(Lookup::Id(id)).await?.map(Record::from))
     }
 
     /// The last `seq` in the store.

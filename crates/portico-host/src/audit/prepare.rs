@@ -12,22 +12,32 @@ use super::record::{Columns, Entry, keys};
 use super::redact::Redactor;
 use super::time;
 
-/// A record ready but for its `seq`: the canonical JSON before and after where `"seq"` goes
-/// (keys sorted, and `seq` sorts between `original_name`/`policy.*`/`result`… and `server`).
+/// A record ready but for its `seq` and its id, which the writer gives it when it takes its place
+/// in the chain: the canonical JSON around where `"id"` and `"seq"` go (keys sorted: `id` comes
+/// after `gen_ai.*` and before `jsonrpc.*`, `seq` after `result`… and before `server`).
 #[derive(Debug, Clone)]
 pub(crate) struct Prepared {
     /// `{"a":…,"b":…,` or `{`.
     head: String,
+    /// `"jsonrpc.request.id":…,` …, up to `seq`.
+    mid: String,
     /// `,"server":…}` or `}`.
     tail: String,
+    /// When it was appended, in milliseconds since the epoch: the time of its ULID.
+    pub ms: u64,
+    /// Its columns, `id` empty until it is sealed.
     pub columns: Columns,
 }
 
 impl Prepared {
-    /// The record's canonical JSON with `seq`.
-    pub fn text(&self, seq: u64) -> String {
-        let mut s = String::with_capacity(self.head.len() + self.tail.len() + 24);
+    /// The record's canonical JSON with its `seq` and its `id` (a ULID: nothing to escape).
+    pub fn text(&self, seq: u64, id: &str) -> String {
+        let mut s = String::with_capacity(self.head.len() + self.mid.len() + self.tail.len() + 64);
         s.push_str(&self.head);
+        s.push_str("\"id\":\"");
+        s.push_str(id);
+        s.push_str("\",");
+        s.push_str(&self.mid);
         s.push_str("\"seq\":");
         let _ = write!(s, "{seq}");
         s.push_str(&self.tail);
@@ -232,8 +242,12 @@ impl Slots {
         cut
     }
 
+    /// The columns, with an empty `id` (the writer gives it with the `seq`).
     fn columns(&self) -> Result<Columns, String> {
         Columns::from_texts(|k| {
+            if k == keys::ID {
+                return Ok(Some(String::new()));
+            }
             let Ok(at) = ORDER.binary_search(&k) else { return Ok(None) };
             match &self.0[at] {
                 None => Ok(None),
@@ -242,15 +256,22 @@ impl Slots {
         })
     }
 
-    /// The canonical JSON before and after `"seq"`.
-    fn write(&self) -> (String, String) {
-        let seq = at!(keys::SEQ);
-        let mut head = String::with_capacity(1024);
+    /// The canonical JSON before `"id"`, between it and `"seq"`, and after `"seq"`.
+    fn write(&self) -> (String, String, String) {
+        let (id, seq) = (at!(keys::ID), at!(keys::SEQ));
+        let mut head = String::with_capacity(512);
         head.push('{');
+        let mut mid = String::with_capacity(512);
         let mut tail = String::with_capacity(256);
         for (i, (key, v)) in ORDER.iter().zip(&self.0).enumerate() {
             let Some(v) = v else { continue };
-            let out = if i < seq { &mut head } else { &mut tail };
+            let out = if i < id {
+                &mut head
+            } else if i < seq {
+                &mut mid
+            } else {
+                &mut tail
+            };
             if i > seq {
                 out.push(',');
             }
@@ -264,17 +285,17 @@ impl Slots {
             }
         }
         tail.push('}');
-        (head, tail)
+        (head, mid, tail)
     }
 }
 
-/// Turns an entry into a record ready for its `seq`: fields by level, redacted, capped.
-pub(crate) fn prepare(entry: Entry, id: String, redactor: &Redactor, now_us: i64) -> Result<Prepared, String> {
+/// Turns an entry appended at `now_us` into a record ready for its `seq` and id: fields by level,
+/// redacted, capped. Neither `seq` nor `id` is redacted or cut.
+pub(crate) fn prepare(entry: Entry, redactor: &Redactor, now_us: i64) -> Result<Prepared, String> {
     let level = redactor.level();
     let end = entry.end.map_or(now_us, time::micros);
     let start = entry.start.map_or(end, time::micros);
     let mut f = Slots([const { None }; ORDER.len()]);
-    f.set(at!(keys::ID), Val::Str(id));
     f.set(at!(keys::START), Val::Str(time::format_micros(start)));
     f.set(at!(keys::END), Val::Str(time::format_micros(end)));
     f.set(at!(keys::DURATION), Val::Num(u64::try_from(end.saturating_sub(start)).unwrap_or(0)));
@@ -341,8 +362,8 @@ pub(crate) fn prepare(entry: Entry, id: String, redactor: &Redactor, now_us: i64
         f.set(at!(keys::AUDIT_TRUNCATED), Val::Json(Value::Object(cut)));
     }
     let columns = f.columns()?;
-    let (head, tail) = f.write();
-    Ok(Prepared { head, tail, columns })
+    let (head, mid, tail) = f.write();
+    Ok(Prepared { head, mid, tail, ms: u64::try_from(now_us / 1000).unwrap_or(0), columns })
 }
 
 #[cfg(test)]
@@ -420,8 +441,8 @@ mod tests {
     #[test]
     fn a_prepared_record_is_the_canonical_json_of_its_fields() {
         let r = redactor(&[], 64 * 1024, Level::RequestResponse);
-        let p = prepare(full_entry(), "01ID".into(), &r, 0).unwrap_or_else(|e| panic!("{e}"));
-        let text = p.text(42);
+        let p = prepare(full_entry(), &r, 0).unwrap_or_else(|e| panic!("{e}"));
+        let text = p.text(42, "01ID");
         let v = parse(&text);
         assert_eq!(canonical_json(&v), text);
         let want = json!({
@@ -453,7 +474,11 @@ mod tests {
             "user.id": "local",
         });
         assert_eq!(v, want);
-        assert_eq!(Columns::from_record(&v), Ok(p.columns));
+        // The columns, with the id the writer gives.
+        let mut columns = p.columns.clone();
+        assert_eq!(columns.id, "");
+        columns.id = "01ID".into();
+        assert_eq!(Columns::from_record(&v), Ok(columns));
     }
 
     /// Pointers reach plain fields as well as content, `*` reaches every field, and the cap cuts
@@ -466,8 +491,8 @@ mod tests {
         e.principal = Some("p".repeat(200));
         let arguments = json!({"long": "x".repeat(200)});
         e.arguments = Some(arguments.clone());
-        let p = prepare(e, "01ID".into(), &r, 0).unwrap_or_else(|e| panic!("{e}"));
-        let text = p.text(1);
+        let p = prepare(e, &r, 0).unwrap_or_else(|e| panic!("{e}"));
+        let text = p.text(1, "01ID");
         let v = parse(&text);
         assert_eq!(canonical_json(&v), text);
         assert_eq!(v["server"], json!(r.digest(&json!("git"))));
@@ -481,7 +506,9 @@ mod tests {
         let args = canonical_json(&arguments);
         assert_eq!(v["arguments"], json!(args[..160]));
         assert_eq!(v["audit.truncated"], json!({"/arguments": args.len(), "/user.id": 202}));
-        assert_eq!(Columns::from_record(&v), Ok(p.columns.clone()));
+        let mut columns = p.columns.clone();
+        columns.id = "01ID".into();
+        assert_eq!(Columns::from_record(&v), Ok(columns));
         assert_eq!(p.columns.server.as_deref(), Some(r.digest(&json!("git")).as_str()));
         assert_eq!(p.columns.principal.as_deref(), Some(principal));
     }
@@ -490,8 +517,8 @@ mod tests {
     #[test]
     fn the_metadata_level_keeps_the_outcome_only() {
         let r = redactor(&[], 0, Level::Metadata);
-        let p = prepare(full_entry(), "01ID".into(), &r, 0).unwrap_or_else(|e| panic!("{e}"));
-        let v = parse(&p.text(3));
+        let p = prepare(full_entry(), &r, 0).unwrap_or_else(|e| panic!("{e}"));
+        let v = parse(&p.text(3, "01ID"));
         assert_eq!(v.get("arguments"), None);
         assert_eq!(v.get("result"), None);
         assert_eq!(v["error"], json!({"message": "m"}));

@@ -10,7 +10,7 @@
 //! | key | what |
 //! | --- | --- |
 //! | `seq` | position in the log, from 1, no gaps |
-//! | `id` | a ULID |
+//! | `id` | a ULID: 48 bits of time, 40 random, and the record's `seq` in the last 40 (so it is found by its `seq`) |
 //! | `start_time`, `end_time` | RFC 3339, UTC, microseconds |
 //! | `duration_us` | microseconds |
 //! | `user.id` | the principal: the authenticated subject, or `local` |

@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
-use super::chain::{Checkpoint, Signer, link};
+use super::chain::{Checkpoint, Signer, link, ulid};
 use super::prepare::Prepared;
 use super::spool::Spool;
 use super::store::{Store, StoredRecord};
@@ -319,12 +319,16 @@ impl Writer {
         Err(AuditError::Held { reason: self.shared.reason().unwrap_or_else(|| "the store is unavailable".to_owned()) })
     }
 
+    /// Gives a record its `seq` and its id (which carries the `seq`), and links it to the chain.
     fn seal(&mut self, p: Prepared) -> StoredRecord {
         self.head_seq += 1;
-        let text = p.text(self.head_seq);
+        let id = ulid(p.ms, self.head_seq);
+        let text = p.text(self.head_seq, &id);
         let hash = link(&self.head_hash, &text);
         self.head_hash = hash;
-        StoredRecord { seq: self.head_seq, columns: p.columns, text, hash }
+        let mut columns = p.columns;
+        columns.id = id;
+        StoredRecord { seq: self.head_seq, columns, text, hash }
     }
 
     fn has_backlog(&self) -> bool {
