@@ -7,7 +7,8 @@
 #
 #   PORTICO_BENCH_FLOOR_DB=/path/audit.db bench/audit.sh   # also the floor for another log's rows
 #       (e.g. the gateway's, kept by BENCH_GATEWAY_KEEP=1 bench/gateway.sh --parts stdio), at 1, 4,
-#       16, 64 and 1024 records per transaction, with the log's indexes and with the table alone
+#       16, 64 and 1024 records per transaction: with the log's indexes, with its index by tool and time
+#       alone, and with the table alone
 #
 #   bench/audit.sh                                   # 200k appends, 1M records
 #   PORTICO_BENCH_APPENDS=50000 PORTICO_BENCH_RECORDS=100000 bench/audit.sh   # quicker
