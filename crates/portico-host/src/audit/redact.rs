@@ -260,14 +260,7 @@ impl Redactor {
     /// Redacts a call's arguments as the log would record them (key names, and the pointers
     /// under `/arguments`): for showing a pending approval.
     pub fn redact_arguments(&self, arguments: &mut Value) {
-        self.redact_keys(arguments);
-        for segs in &self.pointers {
-            if let Some((first, rest)) = segs.split_first()
-                && (first == keys::ARGUMENTS || first == "*")
-            {
-                self.redact_pointer(arguments, rest);
-            }
-        }
+        self.redact_field(keys::ARGUMENTS, true, arguments);
     }
 }
 
