@@ -11,6 +11,8 @@
 #   bench/compare.sh --rmcp stdio             # stdio: only rmcp's stdio() (default: stdio and stdio-pipes)
 #   bench/compare.sh --pin                    # the driver on CPU 0, each server on CPU 1 (taskset), as in a
 #                                             # container limited to one core; each table is followed by its tails
+#   bench/compare.sh --profile release        # both sides built with plain `--release` (what #18's figures
+#                                             # used, with --pin) instead of release-lto
 #   bench/compare.sh --duration 5 --sessions 2000   # other arguments go to every bench-driver run
 #
 # stdio: rmcp is served two ways: `stdio` is rmcp's `transport::stdio()` (Tokio's stdin/stdout,
@@ -22,8 +24,8 @@
 # is the ceiling, in the same rounds. `sessions` compares KB of server RSS per idle session (ratio =
 # rmcp ÷ Portico, how many times less Portico uses).
 # Both are built with the `release-lto` profile (fat LTO, one codegen unit; the same in both
-# workspaces). Builds use $CARGO_TARGET_DIR (default target/) for Portico and $RMCP_TARGET_DIR (default
-# target/rmcp/) for rmcp. Needs python3.
+# workspaces) unless --profile says otherwise. Builds use $CARGO_TARGET_DIR (default target/) for
+# Portico and $RMCP_TARGET_DIR (default target/rmcp/) for rmcp. Needs python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -35,6 +37,7 @@ rmcp_modes=stdio,stdio-pipes
 transport=all
 rounds=1
 pin=()
+profile=release-lto
 has_duration=0
 driver_args=()
 while (($#)); do
@@ -44,19 +47,21 @@ while (($#)); do
         --transport) transport="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         --pin) pin=(--pin); shift ;;
+        --profile) profile="$2"; shift 2 ;;
         --duration) has_duration=1; driver_args+=("$1" "$2"); shift 2 ;;
         *) driver_args+=("$1"); shift ;;
     esac
 done
 ((has_duration)) || driver_args+=(--duration 3)
 
-cargo build --profile release-lto -p portico-bench
-(cd bench/rmcp && CARGO_TARGET_DIR="$rmcp_target" cargo build --profile release-lto)
+case "$profile" in release | release-lto) ;; *) echo "--profile: release or release-lto" >&2; exit 64 ;; esac
+cargo build --profile "$profile" -p portico-bench
+(cd bench/rmcp && CARGO_TARGET_DIR="$rmcp_target" cargo build --profile "$profile")
 rmcp_version=$(awk '/^name = "rmcp"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' bench/rmcp/Cargo.lock)
 
 echo "== machine"
 echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') · kernel: $(uname -r) · load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== rmcp $rmcp_version · stdio era $era · $rounds round(s) · ${pin:+pinned (driver CPU 0, server CPU 1) · }driver args: ${driver_args[*]}"
+echo "== rmcp $rmcp_version · profile $profile · stdio era $era · $rounds round(s) · ${pin:+pinned (driver CPU 0, server CPU 1) · }driver args: ${driver_args[*]}"
 
-exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/release-lto" --rbin "$rmcp_target/release-lto" --era "$era" \
+exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/$profile" --rbin "$rmcp_target/$profile" --era "$era" \
     --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" "${pin[@]}" -- "${driver_args[@]}"
