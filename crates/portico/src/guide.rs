@@ -295,7 +295,7 @@
 //! - Fewer workers lower the latency of a lone request, more raise the throughput of many.
 //!   A request handed from one worker to another wakes the other, and on a small virtual
 //!   machine that wake-up costs tens of microseconds. `portico serve --http` with one worker
-//!   answered one call at a time 55–60 µs sooner and with 25 % less CPU than with two.
+//!   answered one call at a time about 60 µs sooner, with about 28 % less CPU, than with two.
 //!   With 64 connections on the same two cores it did 12–20 % fewer calls per second. A
 //!   stdio server with one client, or a gateway for one agent, is well served by
 //!   `flavor = "current_thread"` or one worker. A server for many clients keeps the default.
