@@ -281,8 +281,9 @@
 //!
 //! # Sizing the runtime
 //!
-//! Portico spawns nothing of its own beyond tasks: it runs on the Tokio runtime it is called
-//! from, and that runtime's size is yours to choose.
+//! Portico starts no runtime and no thread of its own: its tasks, and Tokio's blocking pool
+//! where a stdin is not a pipe, run on the runtime it is called from, whose size is yours to
+//! choose.
 //!
 //! - `#[tokio::main]` (the multi-threaded runtime) starts one worker per CPU the process may
 //!   run on. Tokio counts the CPU affinity (`taskset`, a container's cpuset), so a server
