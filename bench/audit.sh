@@ -2,12 +2,12 @@
 # The activity log's numbers (crates/portico-host/tests/audit_bench.rs, in release):
 #   - appends to SQLite per second with the default redaction (one caller, and 64 at once);
 #   - a query by tool and 1-day time window over 1M records (target: under 50 ms);
-#   - the floor: the same rows inserted again into the same schema by bare rusqlite, 1, 64 and
+#   - the floor: the same rows inserted again into the same schema by bare rusqlite, 1, 32, 64 and
 #     1024 records per transaction (CPU µs per record), beside the log's own cost per record.
 #
 #   PORTICO_BENCH_FLOOR_DB=/path/audit.db bench/audit.sh   # also the floor for another log's rows
 #       (e.g. the gateway's, kept by BENCH_GATEWAY_KEEP=1 bench/gateway.sh --parts stdio), at 1, 4,
-#       16, 64 and 1024 records per transaction: with the log's indexes, with its index by tool and time
+#       16, 32, 64 and 1024 records per transaction: with the log's indexes, with its index by tool and time
 #       alone, and with the table alone
 #
 #   bench/audit.sh                                   # 200k appends, 1M records
