@@ -13,6 +13,7 @@
 #   bench/audit.sh                                   # 200k appends, 1M records
 #   PORTICO_BENCH_APPENDS=50000 PORTICO_BENCH_RECORDS=100000 bench/audit.sh   # quicker
 #   PORTICO_BENCH_DIR=/some/disk bench/audit.sh       # where the SQLite files go (default: temp)
+#   PORTICO_BENCH_FLOOR=0 bench/audit.sh              # the log alone, without the bare-SQLite floor (quick A/B)
 #
 # Prints lines starting with BENCH. Needs about 1.5 GB of disk for the 1M-record log.
 set -euo pipefail
