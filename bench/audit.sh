@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The activity log's numbers (crates/portico-host/tests/audit_bench.rs, in release):
 #   - appends to SQLite per second with the default redaction (one caller, and 64 at once);
+#   - the latency of lone appends (`append_alone`, one at a time, as a gateway with one call in flight);
 #   - a query by tool and 1-day time window over 1M records (target: under 50 ms);
 #   - the floor: the same rows inserted again into the same schema by bare rusqlite, 1, 32, 64 and
 #     1024 records per transaction (CPU µs per record), beside the log's own cost per record.

@@ -73,6 +73,15 @@ enum Command {
     Approve(approve_cmd::ApproveArgs),
 }
 
+/// Whether the runtime gets one worker rather than one per CPU: `portico serve` on stdio has one
+/// client, and one worker serves it with no hand-offs between workers. On the benchmark machine
+/// (2 vCPUs) that took 25-30 % less CPU per call and did as many calls per second or more, at one
+/// call in flight and at 64 (`docs/benchmarks.md`, twenty-ninth session). Over HTTP, with many
+/// clients, the default stays. `TOKIO_WORKER_THREADS` decides whenever it is set.
+fn one_worker(command: &Command) -> bool {
+    matches!(command, Command::Serve(args) if args.on_stdio()) && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
+}
+
 /// `--json`: machine output.
 #[derive(Debug, Clone, Copy, Args)]
 struct Output {
@@ -113,7 +122,11 @@ fn main() -> ExitCode {
     let _telemetry = telemetry::init(&cli.log);
     // A worker that parks after `portico serve` gave back its start-up pages also gives back
     // what start-up's deep calls touched of its stack (`pages`).
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if one_worker(&cli.command) {
+        builder.worker_threads(1);
+    }
+    let runtime = match builder
         .enable_all()
         .on_thread_start(pages::note_stack)
         .on_thread_park(pages::release_stack_when_asked)
@@ -125,6 +138,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    tracing::debug!(target: "portico::runtime", workers = runtime.metrics().num_workers(), "async runtime started");
     // The command runs on the runtime's workers. The main thread only waits, once it has given
     // back what parsing and setting up touched of its stack (`pages`).
     let command = runtime.spawn(run(cli));

@@ -44,6 +44,13 @@ pub(crate) struct ServeArgs {
     drain_timeout: f64,
 }
 
+impl ServeArgs {
+    /// Whether this serves stdio (no `--http`).
+    pub(crate) fn on_stdio(&self) -> bool {
+        self.http.is_none()
+    }
+}
+
 pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Failure> {
     let path = config_path(config)?;
     let grace = Duration::try_from_secs_f64(args.drain_timeout)

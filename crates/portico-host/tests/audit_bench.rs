@@ -1,6 +1,6 @@
 //! The activity log's numbers (not run by `cargo test`: `bench/audit.sh` runs them, in
-//! release): appends per second to SQLite with the default redaction, and a query by tool and
-//! time window over a million records.
+//! release): appends per second to SQLite with the default redaction, the latency of lone
+//! appends, and a query by tool and time window over a million records.
 //!
 //! The log lives in `PORTICO_BENCH_DIR` (a temp dir under it) or the system temp dir.
 
@@ -217,6 +217,41 @@ async fn bench_appends_per_second() {
         floor.iter().map(|(b, us)| format!("{b}: {us:.1}")).collect::<Vec<_>>().join(", "),
         1e6 / one_cpu,
         1e6 / many_cpu
+    );
+}
+
+/// One call at a time, as a gateway with one call in flight appends (`append_alone`): the
+/// latency of each append, p50 to max, beside SQLite's own commit of one row alone. The gateway's
+/// added p99 at one in flight can be no better than this log's p99.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: bench/audit.sh"]
+async fn bench_lone_append_latency() {
+    let n = env_usize("PORTICO_BENCH_LONE", 20_000);
+    let dir = bench_dir();
+    let log = open(dir.path()).await;
+    let mut took = Vec::with_capacity(n);
+    let cpu = cpu_secs();
+    let t = Instant::now();
+    for i in 0..n {
+        let e = entry(i, None);
+        let start = Instant::now();
+        log.append_alone(e).await.unwrap_or_else(|e| panic!("append: {e}"));
+        took.push(start.elapsed());
+    }
+    let wall = t.elapsed();
+    let cpu_per = (cpu_secs() - cpu) * 1e6 / n.max(1) as f64;
+    log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
+    took.sort();
+    let us = |q: f64| took[((took.len() as f64 * q) as usize).min(took.len() - 1)].as_secs_f64() * 1e6;
+    let over_1ms = took.iter().filter(|d| d.as_micros() >= 1000).count();
+    eprintln!(
+        "BENCH lone appends ({n}, one at a time, append_alone): {:.0} records/s, {cpu_per:.1} CPU µs per record; latency µs p50 {:.1}, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}; {over_1ms} of {n} took 1 ms or more",
+        n as f64 / wall.as_secs_f64(),
+        us(0.5),
+        us(0.9),
+        us(0.99),
+        us(0.999),
+        us(1.0)
     );
 }
 

@@ -292,7 +292,8 @@
 //!   waits out the other's time slice. On the benchmark machine this put p99 at 64 HTTP
 //!   connections at 4.4 ms instead of 1.0 ms (`docs/benchmarks.md`).
 //! - `TOKIO_WORKER_THREADS=N` in the environment sets the count of a runtime that does not
-//!   set it in code, `#[tokio::main]` and `portico serve` included.
+//!   set it in code, `#[tokio::main]` included. `portico serve` follows it too; without it,
+//!   the gateway runs one worker on stdio (one client) and the default over HTTP.
 //! - Fewer workers lower the latency of a lone request, more raise the throughput of many.
 //!   A request handed from one worker to another wakes the other, and on a small virtual
 //!   machine that wake-up costs tens of microseconds. `portico serve --http` with one worker
