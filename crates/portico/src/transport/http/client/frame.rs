@@ -11,6 +11,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::peek::ParamsPeek;
 use crate::rpc::envelope;
 
 /// An outgoing message, as far as HTTP cares.
@@ -45,55 +46,181 @@ struct Envelope<'a> {
     #[serde(default, borrow)]
     method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    params: Option<Params<'a>>,
 }
 
-#[derive(Deserialize, Default)]
+/// The params members HTTP looks at, read in the envelope's one pass, each kept raw and read
+/// after: params (or a `_meta`) of any shape classify, what is not understood reads as absent.
+#[derive(Default)]
 struct Params<'a> {
-    #[serde(rename = "_meta", default)]
-    meta: Option<MetaPeek>,
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    uri: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    /// `_meta["io.modelcontextprotocol/protocolVersion"]`.
+    version: Option<&'a RawValue>,
+    name: Option<&'a RawValue>,
+    uri: Option<&'a RawValue>,
     arguments: Option<&'a RawValue>,
-    #[serde(rename = "taskId", default, borrow)]
-    task_id: Option<Cow<'a, str>>,
-    #[serde(rename = "requestId", default)]
-    request_id: Option<RequestId>,
+    task_id: Option<&'a RawValue>,
+    request_id: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
-struct MetaPeek {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
-    version: Option<String>,
+/// A member name of the params, or of their `_meta`, matched without allocating.
+enum Member {
+    Meta,
+    Name,
+    Uri,
+    Arguments,
+    TaskId,
+    RequestId,
+    Version,
+    Other,
 }
 
-/// Classifies a frame the engine wrote.
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Member;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
+                Ok(match v {
+                    "_meta" => Member::Meta,
+                    "name" => Member::Name,
+                    "uri" => Member::Uri,
+                    "arguments" => Member::Arguments,
+                    "taskId" => Member::TaskId,
+                    "requestId" => Member::RequestId,
+                    META_PROTOCOL_VERSION => Member::Version,
+                    _ => Member::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// Any JSON value: its members when it is an object (`T`'s visitor reads them), else nothing.
+macro_rules! anything_but_an_object_reads_as_default {
+    () => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Self::Value::default())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Self::Value::default())
+        }
+    };
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Params<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use std::marker::PhantomData;
+
+        use serde::de::{MapAccess, Visitor};
+        /// The `_meta`: only its protocol version.
+        #[derive(Default)]
+        struct Meta<'a>(Option<&'a RawValue>);
+        impl<'de: 'a, 'a> Deserialize<'de> for Meta<'a> {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V<'a>(PhantomData<&'a ()>);
+                impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+                    type Value = Meta<'a>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("any JSON value")
+                    }
+                    anything_but_an_object_reads_as_default!();
+                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'a>, A::Error> {
+                        let mut version = None;
+                        while let Some(key) = map.next_key::<Member>()? {
+                            match key {
+                                Member::Version => version = Some(map.next_value()?),
+                                _ => {
+                                    map.next_value::<IgnoredAny>()?;
+                                }
+                            }
+                        }
+                        Ok(Meta(version))
+                    }
+                }
+                d.deserialize_any(V(PhantomData))
+            }
+        }
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Params<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            anything_but_an_object_reads_as_default!();
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'a>, A::Error> {
+                let mut p = Params::default();
+                while let Some(key) = map.next_key::<Member>()? {
+                    let slot = match key {
+                        Member::Meta => {
+                            p.version = map.next_value::<Meta<'a>>()?.0;
+                            continue;
+                        }
+                        Member::Name => &mut p.name,
+                        Member::Uri => &mut p.uri,
+                        Member::Arguments => &mut p.arguments,
+                        Member::TaskId => &mut p.task_id,
+                        Member::RequestId => &mut p.request_id,
+                        Member::Version | Member::Other => {
+                            map.next_value::<IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    *slot = Some(map.next_value()?);
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A raw member that is a JSON string, owned; `None` for anything else.
+fn text(raw: Option<&RawValue>) -> Option<String> {
+    raw.and_then(ParamsPeek::string).map(Cow::into_owned)
+}
+
+/// Classifies a frame the engine wrote, in one pass over it.
 pub(super) fn classify(frame: &[u8]) -> Outgoing {
     let Ok(env) = serde_json::from_slice::<Envelope<'_>>(frame) else { return Outgoing::Other };
     let Some(method) = env.method else { return Outgoing::Other };
-    let params: Params<'_> = env.params.and_then(|p| serde_json::from_str(p.get()).ok()).unwrap_or_default();
+    let params = env.params.unwrap_or_default();
     let Some(id) = env.id else {
-        let cancels = if method == methods::NOTIFICATION_CANCELLED { params.request_id } else { None };
+        let cancels = if method == methods::NOTIFICATION_CANCELLED {
+            params.request_id.and_then(|r| serde_json::from_str(r.get()).ok())
+        } else {
+            None
+        };
         return Outgoing::Notification { method: method.into_owned(), cancels };
     };
     let name = match &*method {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => params.name.map(Cow::into_owned),
-        methods::RESOURCES_READ => params.uri.map(Cow::into_owned),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => text(params.name),
+        methods::RESOURCES_READ => text(params.uri),
         // The tasks extension names the task.
-        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => params.task_id.map(Cow::into_owned),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => text(params.task_id),
         _ => None,
     };
     let arguments = if method == methods::TOOLS_CALL { params.arguments.map(RawValue::to_owned) } else { None };
-    Outgoing::Request(OutRequest {
-        id,
-        method: method.into_owned(),
-        stateless: params.meta.and_then(|m| m.version),
-        name,
-        arguments,
-    })
+    Outgoing::Request(OutRequest { id, method: method.into_owned(), stateless: text(params.version), name, arguments })
 }
 
 /// The `_meta` of a request frame, to reuse on a request the transport makes itself.
@@ -119,11 +246,18 @@ struct Incoming {
 
 /// The id of the response `frame` is, if it is a response.
 pub(super) fn response_id(frame: &[u8]) -> Option<RequestId> {
+    read_incoming(frame).flatten()
+}
+
+/// `frame` read in one pass: `None` unless it is a JSON-RPC message (an object whose `id` is
+/// absent or a valid id), else the id of the response it is (`Some(None)` for anything but a
+/// response). A frame this reads is valid JSON.
+pub(super) fn read_incoming(frame: &[u8]) -> Option<Option<RequestId>> {
     let m: Incoming = serde_json::from_slice(frame).ok()?;
     if m.method.is_some() || (m.result.is_none() && m.error.is_none()) {
-        return None;
+        return Some(None);
     }
-    m.id
+    Some(m.id)
 }
 
 /// The `result.protocolVersion` of an `initialize` response, or `None` for an error.
@@ -246,6 +380,59 @@ mod tests {
         ));
         assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#), Outgoing::Other));
         assert!(matches!(classify(b"[1,2]"), Outgoing::Other));
+    }
+
+    #[test]
+    fn params_of_any_shape_classify_in_one_pass() {
+        let request = |params: Value| {
+            let f = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+            match classify(f.to_string().as_bytes()) {
+                Outgoing::Request(r) => r,
+                other => panic!("a request, got {other:?}"),
+            }
+        };
+        // What is understood is read; what is not reads as absent, and the rest still counts.
+        let r = request(json!({"_meta": 5, "name": "echo"}));
+        assert_eq!((r.stateless, r.name.as_deref()), (None, Some("echo")));
+        let r = request(json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 7}, "name": 3}));
+        assert_eq!((r.stateless, r.name), (None, None));
+        let r = request(json!(["echo", {"text": "hi"}]));
+        assert_eq!((r.name, r.arguments.is_none()), (None, true));
+        let r = request(json!("echo"));
+        assert!(r.name.is_none());
+        // Escapes are read; nested members of the same name are not the params' own.
+        let f = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"name":"inner","_meta":{}},"n\u0061me":"e\"cho","_meta":{"x":[1,{"y":null}],"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let Outgoing::Request(r) = classify(f) else { panic!("a request") };
+        assert_eq!(r.name.as_deref(), Some("e\"cho"));
+        assert_eq!(r.stateless.as_deref(), Some("2026-07-28"));
+        assert_eq!(r.arguments.map(|a| a.get().to_owned()).as_deref(), Some(r#"{"name":"inner","_meta":{}}"#));
+        // A cancellation's request id, and one that is not an id.
+        let f = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a","reason":"x"}}"#;
+        assert!(matches!(
+            classify(f),
+            Outgoing::Notification { cancels: Some(RequestId::String(ref s)), .. } if &**s == "a"
+        ));
+        let f = br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}"#;
+        assert!(matches!(classify(f), Outgoing::Notification { cancels: None, .. }));
+        // Not JSON, or not all of it: not classified.
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"method":"x","params":{"a":}}"#), Outgoing::Other));
+        assert!(matches!(classify(br#"{"jsonrpc":"2.0","id":1,"method":"x"} x"#), Outgoing::Other));
+    }
+
+    #[test]
+    fn incoming_frames_are_read_once() {
+        assert_eq!(read_incoming(br#"{"jsonrpc":"2.0","id":5,"result":{}}"#), Some(Some(RequestId::Number(5))));
+        assert_eq!(
+            read_incoming(br#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"m"}}"#).flatten(),
+            Some(RequestId::String("a".into()))
+        );
+        assert_eq!(read_incoming(br#"{"jsonrpc":"2.0","method":"notifications/message","params":{}}"#), Some(None));
+        assert_eq!(read_incoming(br#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#), Some(None));
+        // Not a message: left to the caller (valid JSON or not).
+        assert_eq!(read_incoming(b"5"), None);
+        assert_eq!(read_incoming(br#"{"id":{"x":1},"result":{}}"#), None);
+        assert_eq!(read_incoming(br#"{"id":5,"result":{}"#), None);
+        assert_eq!(read_incoming(br#"{"id":5,"result":{}} trailing"#), None);
     }
 
     #[test]

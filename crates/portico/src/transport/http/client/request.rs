@@ -62,7 +62,14 @@ impl Answer {
 
     /// Hands one received message up, learning from it on the way.
     pub(super) async fn deliver(&mut self, shared: &Shared, frame: Bytes) {
-        if frame::response_id(&frame).as_ref() != Some(&self.id) {
+        let response_to = frame::response_id(&frame);
+        self.deliver_read(shared, frame, response_to).await;
+    }
+
+    /// [`deliver`](Self::deliver) of a frame already read: `response_to` is the id of the
+    /// response it is.
+    async fn deliver_read(&mut self, shared: &Shared, frame: Bytes, response_to: Option<RequestId>) {
+        if response_to.as_ref() != Some(&self.id) {
             shared.deliver(frame).await;
             return;
         }
@@ -229,14 +236,18 @@ async fn deliver_json(shared: &Shared, answer: &mut Answer, body: &Bytes, declar
                 answer.deliver(shared, Bytes::copy_from_slice(item.get().as_bytes())).await;
             }
         }
-        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
-            answer.deliver(shared, body.clone()).await;
-        }
-        Err(_) => {
-            let what = if declared_json { "malformed JSON" } else { "a body that is not JSON" };
-            let msg = format!("{} failed: the server answered with {what}", answer.method);
-            answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
-        }
+        // One message: read once, both to know it is JSON and whose response it is.
+        Err(_) => match frame::read_incoming(body) {
+            Some(response_to) => answer.deliver_read(shared, body.clone(), response_to).await,
+            None if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+                answer.deliver(shared, body.clone()).await;
+            }
+            None => {
+                let what = if declared_json { "malformed JSON" } else { "a body that is not JSON" };
+                let msg = format!("{} failed: the server answered with {what}", answer.method);
+                answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
+            }
+        },
     }
 }
 
