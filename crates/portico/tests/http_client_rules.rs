@@ -1,7 +1,7 @@
 //! HTTP client transport rules, against raw servers that time and order what they receive:
 //! the SSE `retry` field sets the delay before a broken response stream is resumed, and
 //! nothing follows `notifications/initialized` until the server has taken it and answered
-//! the GET stream.
+//! the GET stream; an answer's body of any shape reaches the caller or says what is wrong.
 #![cfg(all(feature = "http-client", feature = "http-server"))]
 
 use std::sync::{Arc, Mutex};
@@ -269,4 +269,41 @@ async fn a_request_on_a_connection_the_server_closed_is_sent_once_more() {
     assert_eq!(serde_json::to_value(&r).expect("json")["content"][0]["text"], "answered");
     assert_eq!(*calls.lock().expect("lock"), 2, "sent twice: once into the closed connection, once more");
     server.abort();
+}
+
+/// Answers `tools/call` with a body shaped by the tool's name: a one-element array after
+/// whitespace, one object, truncated JSON, a JSON string, or text that is not JSON.
+async fn shaped_answers(req: Request) -> Response {
+    let msg = body(req).await;
+    let id = msg["id"].clone();
+    match msg["method"].as_str() {
+        Some("initialize") => initialize_result(&id),
+        Some("tools/call") => {
+            let result = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "ok"}]}});
+            let text = match msg["params"]["name"].as_str() {
+                Some("array") => format!(" \n[{result}]"),
+                Some("object") => result.to_string(),
+                Some("truncated") => result.to_string()[..20].to_owned(),
+                Some("string") => "\"ok\"".to_owned(),
+                _ => "<html>no</html>".to_owned(),
+            };
+            ([("content-type", "application/json"), ("mcp-session-id", "s-1")], text).into_response()
+        }
+        _ => http::StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+#[tokio::test]
+async fn answer_bodies_of_every_shape_reach_the_caller_or_say_why() {
+    let url = serve(axum::Router::new().fallback(shaped_answers)).await;
+    let client = connect(&url).await;
+    for name in ["array", "object"] {
+        let r = client.call_tool(name, json!({})).await.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(serde_json::to_value(&r.content).expect("json")[0]["text"], "ok", "{name}");
+    }
+    for (name, says) in [("truncated", "malformed JSON"), ("html", "malformed JSON"), ("string", "without a response")]
+    {
+        let e = client.call_tool(name, json!({})).await.expect_err(name).to_string();
+        assert!(e.contains(says), "{name}: {e}");
+    }
 }

@@ -230,14 +230,17 @@ pub(super) async fn read_answer(shared: &Shared, resp: reqwest::Response, answer
 
 /// Hands up a JSON body: one message, or an array of them.
 async fn deliver_json(shared: &Shared, answer: &mut Answer, body: &Bytes, declared_json: bool) {
-    match serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(body) {
-        Ok(items) => {
+    // Only a body that opens with `[` is read as an array (a failed attempt builds an error).
+    let array = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    let items = if array { serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(body).ok() } else { None };
+    match items {
+        Some(items) => {
             for item in items {
                 answer.deliver(shared, Bytes::copy_from_slice(item.get().as_bytes())).await;
             }
         }
         // One message: read once, both to know it is JSON and whose response it is.
-        Err(_) => match frame::read_incoming(body) {
+        None => match frame::read_incoming(body) {
             Some(response_to) => answer.deliver_read(shared, body.clone(), response_to).await,
             None if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
                 answer.deliver(shared, body.clone()).await;
