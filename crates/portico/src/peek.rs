@@ -290,7 +290,7 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
                         Member::Arguments => &mut p.arguments,
                         Member::InputResponses => &mut p.input_responses,
                         Member::RequestState => &mut p.request_state,
-                        Member::Other => {
+                        Member::RequestId | Member::ProtocolVersion | Member::Other => {
                             map.next_value::<IgnoredAny>()?;
                             continue;
                         }
@@ -313,8 +313,9 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
 }
 
 /// A member name of the params, matched without allocating (escaped names are unescaped into
-/// a scratch buffer by the deserializer, as a derived field identifier's are).
-enum Member {
+/// a scratch buffer by the deserializer, as a derived field identifier's are). The HTTP client
+/// reads outgoing params with it too (`requestId`, and the protocol version inside `_meta`).
+pub(crate) enum Member {
     Meta,
     Name,
     Uri,
@@ -322,6 +323,9 @@ enum Member {
     Arguments,
     InputResponses,
     RequestState,
+    RequestId,
+    /// `io.modelcontextprotocol/protocolVersion`.
+    ProtocolVersion,
     Other,
 }
 
@@ -344,6 +348,8 @@ impl<'de> Deserialize<'de> for Member {
                     "arguments" => Member::Arguments,
                     "inputResponses" => Member::InputResponses,
                     "requestState" => Member::RequestState,
+                    "requestId" => Member::RequestId,
+                    META_PROTOCOL_VERSION => Member::ProtocolVersion,
                     _ => Member::Other,
                 })
             }

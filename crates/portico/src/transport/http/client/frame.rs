@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::peek::ParamsPeek;
+use crate::peek::{Member, ParamsPeek};
 use crate::rpc::envelope;
 
 /// An outgoing message, as far as HTTP cares.
@@ -51,10 +51,13 @@ struct Envelope<'a> {
 
 /// The params members HTTP looks at, read in the envelope's one pass, each kept raw and read
 /// after: params (or a `_meta`) of any shape classify, what is not understood reads as absent.
+/// A `_meta` is read as params are: its `protocol_version` is the one that counts.
 #[derive(Default)]
 struct Params<'a> {
     /// `_meta["io.modelcontextprotocol/protocolVersion"]`.
-    version: Option<&'a RawValue>,
+    meta_version: Option<&'a RawValue>,
+    /// This object's own `io.modelcontextprotocol/protocolVersion` (when it is the `_meta`).
+    protocol_version: Option<&'a RawValue>,
     name: Option<&'a RawValue>,
     uri: Option<&'a RawValue>,
     arguments: Option<&'a RawValue>,
@@ -62,125 +65,30 @@ struct Params<'a> {
     request_id: Option<&'a RawValue>,
 }
 
-/// A member name of the params, or of their `_meta`, matched without allocating.
-enum Member {
-    Meta,
-    Name,
-    Uri,
-    Arguments,
-    TaskId,
-    RequestId,
-    Version,
-    Other,
-}
-
-impl<'de> Deserialize<'de> for Member {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Member;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
-                Ok(match v {
-                    "_meta" => Member::Meta,
-                    "name" => Member::Name,
-                    "uri" => Member::Uri,
-                    "arguments" => Member::Arguments,
-                    "taskId" => Member::TaskId,
-                    "requestId" => Member::RequestId,
-                    META_PROTOCOL_VERSION => Member::Version,
-                    _ => Member::Other,
-                })
-            }
-        }
-        d.deserialize_identifier(V)
-    }
-}
-
-/// Any JSON value: its members when it is an object (`T`'s visitor reads them), else nothing.
-macro_rules! anything_but_an_object_reads_as_default {
-    () => {
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(Self::Value::default())
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Self::Value::default())
-        }
-    };
-}
-
 impl<'de: 'a, 'a> Deserialize<'de> for Params<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use std::marker::PhantomData;
-
-        use serde::de::{MapAccess, Visitor};
-        /// The `_meta`: only its protocol version.
-        #[derive(Default)]
-        struct Meta<'a>(Option<&'a RawValue>);
-        impl<'de: 'a, 'a> Deserialize<'de> for Meta<'a> {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V<'a>(PhantomData<&'a ()>);
-                impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-                    type Value = Meta<'a>;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                        f.write_str("any JSON value")
-                    }
-                    anything_but_an_object_reads_as_default!();
-                    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Meta<'a>, A::Error> {
-                        let mut version = None;
-                        while let Some(key) = map.next_key::<Member>()? {
-                            match key {
-                                Member::Version => version = Some(map.next_value()?),
-                                _ => {
-                                    map.next_value::<IgnoredAny>()?;
-                                }
-                            }
-                        }
-                        Ok(Meta(version))
-                    }
-                }
-                d.deserialize_any(V(PhantomData))
-            }
-        }
-        struct V<'a>(PhantomData<&'a ()>);
+        use serde::de::{Error, MapAccess, SeqAccess, Visitor};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
         impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
             type Value = Params<'a>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            anything_but_an_object_reads_as_default!();
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Params<'a>, A::Error> {
                 let mut p = Params::default();
                 while let Some(key) = map.next_key::<Member>()? {
                     let slot = match key {
                         Member::Meta => {
-                            p.version = map.next_value::<Meta<'a>>()?.0;
+                            p.meta_version = map.next_value::<Params<'a>>()?.protocol_version;
                             continue;
                         }
+                        Member::ProtocolVersion => &mut p.protocol_version,
                         Member::Name => &mut p.name,
                         Member::Uri => &mut p.uri,
                         Member::Arguments => &mut p.arguments,
                         Member::TaskId => &mut p.task_id,
                         Member::RequestId => &mut p.request_id,
-                        Member::Version | Member::Other => {
+                        Member::InputResponses | Member::RequestState | Member::Other => {
                             map.next_value::<IgnoredAny>()?;
                             continue;
                         }
@@ -189,8 +97,31 @@ impl<'de: 'a, 'a> Deserialize<'de> for Params<'a> {
                 }
                 Ok(p)
             }
+            // Anything but an object reads as no members.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Params<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Params::default())
+            }
+            fn visit_bool<E: Error>(self, _: bool) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
+            fn visit_i64<E: Error>(self, _: i64) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
+            fn visit_u64<E: Error>(self, _: u64) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
+            fn visit_f64<E: Error>(self, _: f64) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
+            fn visit_str<E: Error>(self, _: &str) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
+            fn visit_unit<E: Error>(self) -> Result<Params<'a>, E> {
+                Ok(Params::default())
+            }
         }
-        d.deserialize_any(V(PhantomData))
+        d.deserialize_any(V(std::marker::PhantomData))
     }
 }
 
@@ -220,7 +151,13 @@ pub(super) fn classify(frame: &[u8]) -> Outgoing {
         _ => None,
     };
     let arguments = if method == methods::TOOLS_CALL { params.arguments.map(RawValue::to_owned) } else { None };
-    Outgoing::Request(OutRequest { id, method: method.into_owned(), stateless: text(params.version), name, arguments })
+    Outgoing::Request(OutRequest {
+        id,
+        method: method.into_owned(),
+        stateless: text(params.meta_version),
+        name,
+        arguments,
+    })
 }
 
 /// The `_meta` of a request frame, to reuse on a request the transport makes itself.
@@ -400,6 +337,9 @@ mod tests {
         assert_eq!((r.name, r.arguments.is_none()), (None, true));
         let r = request(json!("echo"));
         assert!(r.name.is_none());
+        // Only the `_meta`'s protocol version counts, not a member of the params of that name.
+        let r = request(json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "_meta": {}}));
+        assert_eq!(r.stateless, None);
         // Escapes are read; nested members of the same name are not the params' own.
         let f = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":{"name":"inner","_meta":{}},"n\u0061me":"e\"cho","_meta":{"x":[1,{"y":null}],"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let Outgoing::Request(r) = classify(f) else { panic!("a request") };
