@@ -84,6 +84,15 @@ pub fn encode(d: &Decoded) -> serde_json::Result<Vec<u8>> {
     })
 }
 
+/// Whether the server reads request params (valid JSON text) the same by its fast scan as by
+/// serde, where the scan reads them: the difference, if any.
+///
+/// # Errors
+/// The two readings, when they differ.
+pub fn peek_agrees(params: &str) -> Result<(), String> {
+    crate::peek::scan_agrees(params)
+}
+
 /// Joins encoded messages into a batch as the engine does.
 pub fn encode_batch(items: &[Vec<u8>]) -> Vec<u8> {
     envelope::encode_batch(items)

@@ -1,14 +1,19 @@
 //! The JSON-RPC envelope decoder (`portico`'s private engine): any frame decodes to messages or
 //! to the error the engine answers with, and each message, encoded as the engine writes it,
-//! decodes to the same message again.
+//! decodes to the same message again. The server's fast read of request params agrees with
+//! serde's wherever it reads them.
 
-use portico::fuzzing::{Decoded, decode_frame, encode, encode_batch};
+use portico::fuzzing::{Decoded, decode_frame, encode, encode_batch, peek_agrees};
 
 /// The check.
 pub fn check(data: &[u8]) {
     let (batch, items) = decode_frame(data);
     let mut encoded = Vec::with_capacity(items.len());
     for d in &items {
+        // The server's fast read of params agrees with serde's.
+        if let Decoded::Request { params: Some(p), .. } | Decoded::Notification { params: Some(p), .. } = d {
+            peek_agrees(p).unwrap_or_else(|e| panic!("{e}: {p}"));
+        }
         let e = encode(d).expect("a decoded message encodes");
         let (again_batch, again) = decode_frame(&e);
         assert!(!again_batch, "one message encodes as one message");

@@ -14,7 +14,6 @@ use portico_schema::{
     ALL_VERSIONS, ClientCapabilities, ErrorObject, Implementation, LoggingLevel, ProgressToken, ProtocolVersion,
     methods,
 };
-use serde_json::value::RawValue;
 
 use super::EraLayer;
 use super::tools::ParsedCall;
@@ -167,16 +166,16 @@ impl EraLayer {
                 portico_schema::META_CLIENT_CAPABILITIES
             )));
         };
-        let info_raw = meta.client_info.map(RawValue::get);
+        let info_raw = meta.client_info;
         let last = lock(&self.last_client.0).clone();
         let seen = match last {
-            Some(s) if *s.caps_raw == *caps_raw.get() && s.info_raw.as_deref() == info_raw => s,
+            Some(s) if *s.caps_raw == *caps_raw && s.info_raw.as_deref() == info_raw => s,
             _ => {
                 let invalid = |what: &str, e: serde_json::Error| {
                     ErrorObject::invalid_params(format!("invalid params: _meta {what}: {e}"))
                 };
-                let caps: ClientCapabilities = serde_json::from_str(caps_raw.get())
-                    .map_err(|e| invalid(portico_schema::META_CLIENT_CAPABILITIES, e))?;
+                let caps: ClientCapabilities =
+                    serde_json::from_str(caps_raw).map_err(|e| invalid(portico_schema::META_CLIENT_CAPABILITIES, e))?;
                 let info = match info_raw {
                     Some(raw) => Some(Arc::new(
                         serde_json::from_str::<Implementation>(raw).map_err(|e| invalid("clientInfo", e))?,
@@ -184,7 +183,7 @@ impl EraLayer {
                     None => None,
                 };
                 let s = Arc::new(SeenClient {
-                    caps_raw: caps_raw.get().into(),
+                    caps_raw: caps_raw.into(),
                     caps: Arc::new(caps),
                     info_raw: info_raw.map(Into::into),
                     info,

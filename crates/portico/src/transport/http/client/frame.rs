@@ -127,7 +127,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Params<'a> {
 
 /// A raw member that is a JSON string, owned; `None` for anything else.
 fn text(raw: Option<&RawValue>) -> Option<String> {
-    raw.and_then(ParamsPeek::string).map(Cow::into_owned)
+    raw.map(RawValue::get).and_then(ParamsPeek::string).map(Cow::into_owned)
 }
 
 /// Classifies a frame the engine wrote, in one pass over it.

@@ -96,9 +96,9 @@ pub(super) fn scope_refusal(ext: &http::Extensions, method: &str, params: Option
 /// The params members that `Mcp-Name` and `Mcp-Param-*` mirror, undecoded.
 #[derive(Clone, Copy)]
 struct Target<'a> {
-    name: Option<&'a RawValue>,
-    uri: Option<&'a RawValue>,
-    task_id: Option<&'a RawValue>,
+    name: Option<&'a str>,
+    uri: Option<&'a str>,
+    task_id: Option<&'a str>,
     arguments: Option<&'a RawValue>,
 }
 
@@ -293,10 +293,10 @@ fn check_mirrored(
         task_id: Option<Cow<'a, str>>,
         arguments: Option<&'a RawValue>,
     }
-    fn text(v: Option<&RawValue>) -> Result<Option<Cow<'_, str>>, ErrorObject> {
+    fn text(v: Option<&str>) -> Result<Option<Cow<'_, str>>, ErrorObject> {
         match v {
             None => Ok(None),
-            Some(v) => serde_json::from_str::<Option<Cow<'_, str>>>(v.get())
+            Some(v) => serde_json::from_str::<Option<Cow<'_, str>>>(v)
                 .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
         }
     }

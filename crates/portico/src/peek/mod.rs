@@ -5,9 +5,16 @@
 //! Both the era layer (`server::era::resolve`) and the Streamable HTTP endpoint read the params
 //! through these two types, so a request's `_meta` is decoded once whichever reads it first. See
 //! `design/design.md`, "Reading the params once".
+//!
+//! The params reach this module already validated (a `RawValue` is valid JSON text), so the
+//! common shape is read by a structural scan ([`scan`]) that does not validate again; anything
+//! unusual (an escaped member name, an ill-typed `_meta`, a repeated member the protocol
+//! forbids) goes through serde, which gives the same result or the error.
 
 // Only the server reads requests' params this way.
 #![cfg_attr(not(feature = "server"), allow(dead_code))]
+
+mod scan;
 
 use std::borrow::Cow;
 
@@ -19,7 +26,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// The members of a request's `_meta` that decide its era, borrowed from the params. The
-/// capabilities and client info stay raw (the era layer decodes them only when they differ
+/// capabilities and client info stay raw JSON text (the era layer decodes them only when they differ
 /// from the last ones seen), and so do the progress token and log level
 /// ([`decode_loose`](Self::decode_loose)), so that a transport reading `_meta` for its own
 /// checks does not fail on them. The members the protocol does not define are kept raw in
@@ -28,16 +35,17 @@ use serde_json::value::RawValue;
 pub(crate) struct RequestMeta<'a> {
     /// Present only in a stateless-era (2026-07-28) request.
     pub protocol_version: Option<Cow<'a, str>>,
-    pub client_capabilities: Option<&'a RawValue>,
-    pub client_info: Option<&'a RawValue>,
-    pub progress_token: Option<&'a RawValue>,
-    pub log_level: Option<&'a RawValue>,
+    /// Each of these is the member's JSON text (valid JSON, `null` read as absent).
+    pub client_capabilities: Option<&'a str>,
+    pub client_info: Option<&'a str>,
+    pub progress_token: Option<&'a str>,
+    pub log_level: Option<&'a str>,
     /// W3C trace context (raw: a value that is not a string is ignored, not refused).
-    pub traceparent: Option<&'a RawValue>,
-    pub tracestate: Option<&'a RawValue>,
-    pub baggage: Option<&'a RawValue>,
-    /// Every other member, in order.
-    pub other: Vec<(Cow<'a, str>, &'a RawValue)>,
+    pub traceparent: Option<&'a str>,
+    pub tracestate: Option<&'a str>,
+    pub baggage: Option<&'a str>,
+    /// Every other member's name and JSON text, in order.
+    pub other: Vec<(Cow<'a, str>, &'a str)>,
 }
 
 impl<'de> Deserialize<'de> for RequestMeta<'de> {
@@ -68,14 +76,14 @@ impl<'de> Deserialize<'de> for RequestMeta<'de> {
                         MetaKey::Tracestate => (&mut m.tracestate, "tracestate"),
                         MetaKey::Baggage => (&mut m.baggage, "baggage"),
                         MetaKey::Other(name) => {
-                            m.other.push((name, map.next_value()?));
+                            m.other.push((name, map.next_value::<&'de RawValue>()?.get()));
                             continue;
                         }
                     };
                     if slot.is_some() {
                         return Err(de::Error::duplicate_field(name));
                     }
-                    *slot = map.next_value()?;
+                    *slot = map.next_value::<Option<&'de RawValue>>()?.map(RawValue::get);
                 }
                 Ok(m)
             }
@@ -166,7 +174,7 @@ impl RequestMeta<'_> {
         if self.traceparent.is_none() && self.tracestate.is_none() && self.baggage.is_none() {
             return None;
         }
-        let text = |r: Option<&RawValue>| r.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+        let text = |r: Option<&str>| r.and_then(|r| serde_json::from_str::<String>(r).ok());
         let (p, s, b) = (text(self.traceparent), text(self.tracestate), text(self.baggage));
         crate::trace::TraceContext::from_parts(p.as_deref(), s.as_deref(), b.as_deref()).map(std::sync::Arc::new)
     }
@@ -179,7 +187,7 @@ impl RequestMeta<'_> {
         }
         let mut members = serde_json::Map::new();
         for (name, raw) in &self.other {
-            members.insert(name.clone().into_owned(), serde_json::from_str(raw.get()).ok()?);
+            members.insert(name.clone().into_owned(), serde_json::from_str(raw).ok()?);
         }
         Some(std::sync::Arc::new(members))
     }
@@ -193,7 +201,7 @@ impl RequestMeta<'_> {
     /// `clientCapabilities`, present and an object.
     #[cfg(feature = "http-server")]
     pub fn has_capabilities(&self) -> bool {
-        self.client_capabilities.is_some_and(|c| c.get().starts_with('{'))
+        self.client_capabilities.is_some_and(|c| c.starts_with('{'))
     }
 
     /// The progress token and log level, decoded.
@@ -201,8 +209,8 @@ impl RequestMeta<'_> {
     /// # Errors
     /// `-32602` when either is present but not what the protocol allows.
     pub fn decode_loose(&self) -> Result<(Option<ProgressToken>, Option<LoggingLevel>), ErrorObject> {
-        fn decode<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ErrorObject> {
-            raw.map(|r| serde_json::from_str(r.get())).transpose().map_err(invalid)
+        fn decode<'a, T: Deserialize<'a>>(raw: Option<&'a str>) -> Result<Option<T>, ErrorObject> {
+            raw.map(serde_json::from_str).transpose().map_err(invalid)
         }
         Ok((decode(self.progress_token)?, decode(self.log_level)?))
     }
@@ -210,7 +218,8 @@ impl RequestMeta<'_> {
 
 /// A request's params read in one pass: its `_meta` ([`RequestMeta`]) and, still raw, the
 /// members that name what the request is about (`name`, `uri`, `taskId`) and what a call carries
-/// (`arguments`, `inputResponses`, `requestState`). Every other member is skipped unparsed.
+/// (`arguments`, `inputResponses`, `requestState`). Every other member is skipped unparsed. The
+/// raw members are their JSON text; `arguments`, which a handler decodes as a `RawValue`, is one.
 ///
 /// A repeated `_meta` is an error. Of the raw members the last one wins and
 /// [`repeated`](Self::repeated) says so: a reader that must reject duplicates (the era layer,
@@ -218,12 +227,12 @@ impl RequestMeta<'_> {
 #[derive(Default)]
 pub(crate) struct ParamsPeek<'a> {
     pub meta: Option<RequestMeta<'a>>,
-    pub name: Option<&'a RawValue>,
-    pub uri: Option<&'a RawValue>,
-    pub task_id: Option<&'a RawValue>,
+    pub name: Option<&'a str>,
+    pub uri: Option<&'a str>,
+    pub task_id: Option<&'a str>,
     pub arguments: Option<&'a RawValue>,
-    pub input_responses: Option<&'a RawValue>,
-    pub request_state: Option<&'a RawValue>,
+    pub input_responses: Option<&'a str>,
+    pub request_state: Option<&'a str>,
     /// Some raw member appeared more than once.
     pub repeated: bool,
 }
@@ -238,14 +247,21 @@ impl<'a> ParamsPeek<'a> {
     pub fn read(params: Option<&'a RawValue>) -> Result<Self, ErrorObject> {
         match params {
             None => Ok(ParamsPeek::default()),
-            Some(p) => serde_json::from_str(p.get()).map_err(invalid),
+            Some(p) => match scan::params(p.get()) {
+                Some(peek) => Ok(peek),
+                None => Self::read_slowly(p.get()),
+            },
         }
+    }
+
+    /// Reads params with serde: what [`read`](Self::read) does when the scan declines them.
+    fn read_slowly(json: &'a str) -> Result<Self, ErrorObject> {
+        serde_json::from_str(json).map_err(invalid)
     }
 
     /// A raw member that is a JSON string, as text (borrowed unless it has escapes); `None`
     /// for anything else.
-    pub fn string(raw: &'a RawValue) -> Option<Cow<'a, str>> {
-        let json = raw.get();
+    pub fn string(json: &'a str) -> Option<Cow<'a, str>> {
         match json.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
             // A captured value is valid JSON: a string without a backslash is its own text.
             Some(text) if !text.contains('\\') => Some(Cow::Borrowed(text)),
@@ -255,9 +271,15 @@ impl<'a> ParamsPeek<'a> {
     }
 
     /// A raw member as an optional value of `T` (`null` reads as absent).
-    pub fn decode<T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Result<Option<T>, ErrorObject> {
-        raw.map(|r| serde_json::from_str::<Option<T>>(r.get())).transpose().map(Option::flatten).map_err(invalid)
+    pub fn decode<T: Deserialize<'a>>(raw: Option<&'a str>) -> Result<Option<T>, ErrorObject> {
+        raw.map(serde_json::from_str::<Option<T>>).transpose().map(Option::flatten).map_err(invalid)
     }
+}
+
+/// See [`scan::agrees`].
+#[cfg(feature = "fuzzing")]
+pub(crate) fn scan_agrees(json: &str) -> Result<(), String> {
+    scan::agrees(json)
 }
 
 fn invalid(e: serde_json::Error) -> ErrorObject {
@@ -284,10 +306,14 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
                             p.meta = map.next_value::<Option<RequestMeta<'de>>>()?;
                             continue;
                         }
+                        Member::Arguments => {
+                            p.repeated |= p.arguments.is_some();
+                            p.arguments = Some(map.next_value()?);
+                            continue;
+                        }
                         Member::Name => &mut p.name,
                         Member::Uri => &mut p.uri,
                         Member::TaskId => &mut p.task_id,
-                        Member::Arguments => &mut p.arguments,
                         Member::InputResponses => &mut p.input_responses,
                         Member::RequestState => &mut p.request_state,
                         Member::RequestId | Member::ProtocolVersion | Member::Other => {
@@ -296,7 +322,7 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
                         }
                     };
                     p.repeated |= slot.is_some();
-                    *slot = Some(map.next_value()?);
+                    *slot = Some(map.next_value::<&'de RawValue>()?.get());
                 }
                 Ok(p)
             }
@@ -340,21 +366,29 @@ impl<'de> Deserialize<'de> for Member {
             }
             #[inline]
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Member, E> {
-                Ok(match v {
-                    "_meta" => Member::Meta,
-                    "name" => Member::Name,
-                    "uri" => Member::Uri,
-                    "taskId" => Member::TaskId,
-                    "arguments" => Member::Arguments,
-                    "inputResponses" => Member::InputResponses,
-                    "requestState" => Member::RequestState,
-                    "requestId" => Member::RequestId,
-                    META_PROTOCOL_VERSION => Member::ProtocolVersion,
-                    _ => Member::Other,
-                })
+                Ok(Member::of(v))
             }
         }
         d.deserialize_identifier(V)
+    }
+}
+
+impl Member {
+    /// The member named `v` (unescaped).
+    #[inline]
+    pub(crate) fn of(v: &str) -> Member {
+        match v {
+            "_meta" => Member::Meta,
+            "name" => Member::Name,
+            "uri" => Member::Uri,
+            "taskId" => Member::TaskId,
+            "arguments" => Member::Arguments,
+            "inputResponses" => Member::InputResponses,
+            "requestState" => Member::RequestState,
+            "requestId" => Member::RequestId,
+            META_PROTOCOL_VERSION => Member::ProtocolVersion,
+            _ => Member::Other,
+        }
     }
 }
 
@@ -400,11 +434,10 @@ mod tests {
         let meta = p.meta.expect("meta");
         assert!(meta.is_stateless());
         assert_eq!(meta.decode_loose().expect("loose").0, Some(ProgressToken::Number(7)));
-        assert_eq!(p.name.map(RawValue::get), Some(r#""b""#));
+        assert_eq!(p.name, Some(r#""b""#));
         assert_eq!(p.name.and_then(ParamsPeek::string).as_deref(), Some("b"));
-        let escaped = RawValue::from_string(r#""a\"b""#.into()).expect("json");
-        assert_eq!(ParamsPeek::string(&escaped).as_deref(), Some("a\"b"));
-        assert_eq!(ParamsPeek::string(&RawValue::from_string("7".into()).expect("json")), None);
+        assert_eq!(ParamsPeek::string(r#""a\"b""#).as_deref(), Some("a\"b"));
+        assert_eq!(ParamsPeek::string("7"), None);
         assert!(p.repeated);
         let twice = RawValue::from_string(r#"{"_meta":{},"_meta":{}}"#.into()).expect("json");
         assert!(ParamsPeek::read(Some(&twice)).is_err());
@@ -418,7 +451,7 @@ mod tests {
         )
         .expect("json");
         let meta = ParamsPeek::read(Some(&raw)).expect("peek").meta.expect("meta");
-        let other: Vec<(&str, &str)> = meta.other.iter().map(|(k, v)| (k.as_ref(), v.get())).collect();
+        let other: Vec<(&str, &str)> = meta.other.iter().map(|(k, v)| (k.as_ref(), *v)).collect();
         assert_eq!(other, [("acme/a", r#"[1,{"b":2}]"#), ("cd", "null")]);
         assert!(matches!(meta.other[0].0, Cow::Borrowed(_)), "an unescaped name is borrowed");
         let owned = meta.other_members().expect("some");
