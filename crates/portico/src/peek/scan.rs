@@ -49,7 +49,7 @@ impl<'a> Cursor<'a> {
             return None;
         }
         let start = self.i + 1;
-        let k = memchr::memchr2(b'"', b'\\', b.get(start..)?)?;
+        let k = quote_or_backslash(b.get(start..)?)?;
         if b.get(start + k) != Some(&b'"') {
             return None;
         }
@@ -63,8 +63,7 @@ impl<'a> Cursor<'a> {
         let b = self.s.as_bytes();
         self.i += 1;
         loop {
-            let k = memchr::memchr2(b'"', b'\\', b.get(self.i..)?)?;
-            self.i += k;
+            self.i += quote_or_backslash(b.get(self.i..)?)?;
             if b.get(self.i) == Some(&b'"') {
                 self.i += 1;
                 return Some(());
@@ -149,6 +148,12 @@ impl<'a> Cursor<'a> {
             }
         }
     }
+}
+
+/// The first `"` or backslash in `b`.
+#[inline]
+fn quote_or_backslash(b: &[u8]) -> Option<usize> {
+    memchr::memchr2(b'"', b'\\', b)
 }
 
 /// The params as [`ParamsPeek`] reads them, or `None` when they need the serde path.

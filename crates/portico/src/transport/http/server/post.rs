@@ -296,6 +296,8 @@ fn check_mirrored(
     fn text(v: Option<&str>) -> Result<Option<Cow<'_, str>>, ErrorObject> {
         match v {
             None => Ok(None),
+            // A plain string (the usual case) is its own text.
+            Some(v) if let Some(t) = ParamsPeek::string(v) => Ok(Some(t)),
             Some(v) => serde_json::from_str::<Option<Cow<'_, str>>>(v)
                 .map_err(|e| ErrorObject::invalid_params(format!("invalid params: {e}"))),
         }
