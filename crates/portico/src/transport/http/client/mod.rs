@@ -199,8 +199,9 @@ impl HttpClientTransport {
     }
 
     /// The HTTP client to use (proxies, TLS roots, timeouts of your own). By default one is
-    /// built with `TCP_NODELAY`; it pools and reuses connections, and follows only
-    /// [same-origin `307`/`308` redirects](redirect_policy).
+    /// built with `TCP_NODELAY`; it pools and reuses connections, follows only
+    /// [same-origin `307`/`308` redirects](redirect_policy), and leaves retries to the
+    /// transport (a reused connection that closes before answering).
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -223,9 +224,14 @@ impl HttpClientTransport {
         }
         let http = match self.http {
             Some(h) => h,
+            // No retries of reqwest's own: they are for HTTP/2's refused streams, which this
+            // HTTP/1.1 client never sees, yet its retry layer cloned every request (headers and
+            // all) in case. A reused connection closed before the answer is retried here
+            // (`shared::execute`).
             None => reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .redirect(redirect_policy())
+                .retry(reqwest::retry::never().max_retries_per_request(0))
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
         };
