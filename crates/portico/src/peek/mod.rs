@@ -68,17 +68,18 @@ impl<'de> Deserialize<'de> for RequestMeta<'de> {
                             m.protocol_version = map.next_value::<Option<Text<'de>>>()?.map(|t| t.0);
                             continue;
                         }
-                        MetaKey::ClientCapabilities => (&mut m.client_capabilities, META_CLIENT_CAPABILITIES),
-                        MetaKey::ClientInfo => (&mut m.client_info, META_CLIENT_INFO),
-                        MetaKey::ProgressToken => (&mut m.progress_token, "progressToken"),
-                        MetaKey::LogLevel => (&mut m.log_level, META_LOG_LEVEL),
-                        MetaKey::Traceparent => (&mut m.traceparent, "traceparent"),
-                        MetaKey::Tracestate => (&mut m.tracestate, "tracestate"),
-                        MetaKey::Baggage => (&mut m.baggage, "baggage"),
                         MetaKey::Other(name) => {
                             m.other.push((name, map.next_value::<&'de RawValue>()?.get()));
                             continue;
                         }
+                        key => match m.slot(&key) {
+                            Some(slot) => slot,
+                            // The protocol version and other members are matched above.
+                            None => {
+                                map.next_value::<de::IgnoredAny>()?;
+                                continue;
+                            }
+                        },
                     };
                     if slot.is_some() {
                         return Err(de::Error::duplicate_field(name));
@@ -168,7 +169,22 @@ impl<'de> Deserialize<'de> for MetaKey<'de> {
     }
 }
 
-impl RequestMeta<'_> {
+impl<'a> RequestMeta<'a> {
+    /// The slot of a member kept as JSON text, and its name; `None` for the protocol version and
+    /// the members the protocol does not define, which are kept otherwise.
+    fn slot(&mut self, key: &MetaKey<'_>) -> Option<(&mut Option<&'a str>, &'static str)> {
+        Some(match key {
+            MetaKey::ClientCapabilities => (&mut self.client_capabilities, META_CLIENT_CAPABILITIES),
+            MetaKey::ClientInfo => (&mut self.client_info, META_CLIENT_INFO),
+            MetaKey::ProgressToken => (&mut self.progress_token, "progressToken"),
+            MetaKey::LogLevel => (&mut self.log_level, META_LOG_LEVEL),
+            MetaKey::Traceparent => (&mut self.traceparent, "traceparent"),
+            MetaKey::Tracestate => (&mut self.tracestate, "tracestate"),
+            MetaKey::Baggage => (&mut self.baggage, "baggage"),
+            MetaKey::ProtocolVersion | MetaKey::Other(_) => return None,
+        })
+    }
+
     /// The W3C trace context, when the `_meta` carries one.
     pub fn trace(&self) -> Option<std::sync::Arc<crate::trace::TraceContext>> {
         if self.traceparent.is_none() && self.tracestate.is_none() && self.baggage.is_none() {
@@ -259,6 +275,24 @@ impl<'a> ParamsPeek<'a> {
         serde_json::from_str(json).map_err(invalid)
     }
 
+    /// The slot of a member kept as JSON text, the params marked [`repeated`](Self::repeated)
+    /// when it is filled already; `None` for the members read otherwise (`_meta`, `arguments`)
+    /// or not read at all.
+    fn slot(&mut self, member: &Member) -> Option<&mut Option<&'a str>> {
+        let slot = match member {
+            Member::Name => &mut self.name,
+            Member::Uri => &mut self.uri,
+            Member::TaskId => &mut self.task_id,
+            Member::InputResponses => &mut self.input_responses,
+            Member::RequestState => &mut self.request_state,
+            Member::Meta | Member::Arguments | Member::RequestId | Member::ProtocolVersion | Member::Other => {
+                return None;
+            }
+        };
+        self.repeated |= slot.is_some();
+        Some(slot)
+    }
+
     /// A raw member that is a JSON string, as text (borrowed unless it has escapes); `None`
     /// for anything else.
     pub fn string(json: &'a str) -> Option<Cow<'a, str>> {
@@ -311,17 +345,14 @@ impl<'de> Deserialize<'de> for ParamsPeek<'de> {
                             p.arguments = Some(map.next_value()?);
                             continue;
                         }
-                        Member::Name => &mut p.name,
-                        Member::Uri => &mut p.uri,
-                        Member::TaskId => &mut p.task_id,
-                        Member::InputResponses => &mut p.input_responses,
-                        Member::RequestState => &mut p.request_state,
-                        Member::RequestId | Member::ProtocolVersion | Member::Other => {
-                            map.next_value::<IgnoredAny>()?;
-                            continue;
-                        }
+                        key => match p.slot(&key) {
+                            Some(slot) => slot,
+                            None => {
+                                map.next_value::<IgnoredAny>()?;
+                                continue;
+                            }
+                        },
                     };
-                    p.repeated |= slot.is_some();
                     *slot = Some(map.next_value::<&'de RawValue>()?.get());
                 }
                 Ok(p)

@@ -175,14 +175,11 @@ pub(super) fn params(json: &str) -> Option<ParamsPeek<'_>> {
                 p.arguments = Some(c.raw_value()?);
                 return Some(());
             }
-            Member::Name => &mut p.name,
-            Member::Uri => &mut p.uri,
-            Member::TaskId => &mut p.task_id,
-            Member::InputResponses => &mut p.input_responses,
-            Member::RequestState => &mut p.request_state,
-            Member::RequestId | Member::ProtocolVersion | Member::Other => return c.value().map(drop),
+            member => match p.slot(&member) {
+                Some(slot) => slot,
+                None => return c.value().map(drop),
+            },
         };
-        p.repeated |= slot.is_some();
         *slot = Some(c.value()?);
         Some(())
     })?;
@@ -197,8 +194,9 @@ fn meta<'a>(c: &mut Cursor<'a>) -> Option<Option<RequestMeta<'a>>> {
     }
     let mut m = RequestMeta::default();
     c.object(|c, name| {
-        let slot = match MetaKey::known(name) {
-            Some(MetaKey::ProtocolVersion) => {
+        let key = MetaKey::known(name).unwrap_or(MetaKey::Other(Cow::Borrowed(name)));
+        let slot = match key {
+            MetaKey::ProtocolVersion => {
                 if m.protocol_version.is_some() {
                     return None;
                 }
@@ -210,17 +208,11 @@ fn meta<'a>(c: &mut Cursor<'a>) -> Option<Option<RequestMeta<'a>>> {
                 };
                 return Some(());
             }
-            Some(MetaKey::ClientCapabilities) => &mut m.client_capabilities,
-            Some(MetaKey::ClientInfo) => &mut m.client_info,
-            Some(MetaKey::ProgressToken) => &mut m.progress_token,
-            Some(MetaKey::LogLevel) => &mut m.log_level,
-            Some(MetaKey::Traceparent) => &mut m.traceparent,
-            Some(MetaKey::Tracestate) => &mut m.tracestate,
-            Some(MetaKey::Baggage) => &mut m.baggage,
-            Some(MetaKey::Other(_)) | None => {
-                m.other.push((Cow::Borrowed(name), c.value()?));
+            MetaKey::Other(name) => {
+                m.other.push((name, c.value()?));
                 return Some(());
             }
+            key => m.slot(&key)?.0,
         };
         if slot.is_some() {
             return None;
