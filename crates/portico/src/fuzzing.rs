@@ -77,7 +77,7 @@ pub fn encode(d: &Decoded) -> serde_json::Result<Vec<u8>> {
         Decoded::Request { id, method, params } => envelope::encode_request(id, method, raw(params)?.as_deref())?,
         Decoded::Notification { method, params } => envelope::encode_notification(method, raw(params)?.as_deref())?,
         Decoded::Response { id, outcome: Ok(result) } => {
-            envelope::encode_result(id, bytes::Bytes::from(result.clone().into_bytes())).into_vec()
+            envelope::encode_result(id, result.clone().into_bytes().into()).into_vec()
         }
         Decoded::Response { id, outcome: Err(error) } => envelope::encode_error(Some(id), error),
         Decoded::Invalid { id, error } => envelope::encode_error(id.as_ref(), error),

@@ -53,7 +53,6 @@
 // Without the server and the client nothing builds requests or stacks; the types stay public.
 #![cfg_attr(not(any(feature = "server", feature = "client")), allow(dead_code))]
 
-use bytes::Bytes;
 use portico_schema::{ErrorObject, RequestId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -161,15 +160,15 @@ pub(crate) fn tool_name_in(params: Option<&RawValue>) -> Option<String> {
 /// The answer to an [`McpRequest`]: a result (raw JSON object) or a JSON-RPC error.
 #[derive(Debug, Clone)]
 pub struct McpResponse {
-    outcome: Result<Bytes, ErrorObject>,
+    outcome: Result<crate::rpc::ResultBytes, ErrorObject>,
 }
 
 impl McpResponse {
-    pub(crate) fn from_outcome(outcome: Result<Bytes, ErrorObject>) -> Self {
+    pub(crate) fn from_outcome(outcome: Result<crate::rpc::ResultBytes, ErrorObject>) -> Self {
         McpResponse { outcome }
     }
 
-    pub(crate) fn into_outcome(self) -> Result<Bytes, ErrorObject> {
+    pub(crate) fn into_outcome(self) -> Result<crate::rpc::ResultBytes, ErrorObject> {
         self.outcome
     }
 
@@ -180,7 +179,7 @@ impl McpResponse {
 
     /// A result answer, encoded from `result` (which must serialize to a JSON object).
     pub fn result<T: Serialize>(result: &T) -> Result<Self, serde_json::Error> {
-        Ok(McpResponse { outcome: Ok(Bytes::from(serde_json::to_vec(result)?)) })
+        Ok(McpResponse { outcome: Ok(serde_json::to_vec(result)?.into()) })
     }
 
     /// True when this is an error answer.

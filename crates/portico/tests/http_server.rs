@@ -413,6 +413,73 @@ async fn host_origin_and_size_limits() {
     assert_eq!(srv.endpoint.session_count(), 1, "refused requests left no session");
 }
 
+/// Sends `body` to the endpoint in chunks (`Transfer-Encoding: chunked`, no `Content-Length`),
+/// each written on its own after a pause, and returns the status line and the response body.
+async fn post_chunked(url: &str, headers: &[(&str, &str)], chunks: &[&[u8]]) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n"
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    tcp.write_all(head.as_bytes()).await.expect("head");
+    for chunk in chunks {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut frame = format!("{:x}\r\n", chunk.len()).into_bytes();
+        frame.extend_from_slice(chunk);
+        frame.extend_from_slice(b"\r\n");
+        // The server may answer (413) and close before the last chunks: not an error here.
+        if tcp.write_all(&frame).await.is_err() {
+            break;
+        }
+    }
+    let _ = tcp.write_all(b"0\r\n\r\n").await;
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut response))
+        .await
+        .expect("answered within 10 s")
+        .expect("read");
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+    (head.lines().next().unwrap_or_default().to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn a_chunked_body_is_joined_and_held_to_the_size_limit() {
+    let srv = start(|h| h.max_body_bytes(64 * 1024)).await;
+    // A stateless call in three chunks, split inside the JSON.
+    let text = "y".repeat(3000);
+    let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":text},"_meta":stateless_meta(json!({}))}})
+        .to_string();
+    let (a, rest) = call.as_bytes().split_at(25);
+    let (b, c) = rest.split_at(2000);
+    let mirrored = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "echo")];
+    let (status, body) = post_chunked(&srv.url, &mirrored, &[a, b, c]).await;
+    assert!(status.contains(" 200 "), "{status}");
+    // The body may itself be chunked: the result's JSON is within it.
+    let json_start = body.find('{').expect("a JSON body");
+    let json_end = body.rfind('}').expect("a JSON body") + 1;
+    let v: Value = serde_json::from_str(&body[json_start..json_end]).expect("json");
+    assert_eq!(v["id"], 7);
+    assert_eq!(v["result"]["content"][0]["text"], text.as_str(), "the chunks were joined in order");
+    // Over the limit without a Content-Length to refuse it by: 413 once the chunks pass it.
+    let big = vec![b' '; 40 * 1024];
+    let (status, body) = post_chunked(&srv.url, &mirrored, &[&big, &big, b"{}"]).await;
+    assert!(status.contains(" 413 "), "{status}");
+    assert!(body.contains("body exceeds 65536 bytes"), "{body}");
+    // Exactly at the limit is read (and refused as JSON, not as too large).
+    let at_limit = vec![b' '; 64 * 1024];
+    let (status, _) = post_chunked(&srv.url, &mirrored, &[&at_limit[..32 * 1024], &at_limit[32 * 1024..]]).await;
+    assert!(status.contains(" 400 "), "{status}");
+    // One byte more is too large.
+    let (status, _) = post_chunked(&srv.url, &mirrored, &[&at_limit[..32 * 1024], &at_limit[32 * 1024..], b" "]).await;
+    assert!(status.contains(" 413 "), "{status}");
+}
+
 #[tokio::test]
 async fn session_churn_leaves_nothing_behind() {
     let srv = start(|h| h.session_idle_timeout(Duration::from_secs(8)).max_sessions(100_000)).await;

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use futures_util::FutureExt;
 use portico_schema::{
     CreateMessageRequestParams, ElicitRequestParams, EmptyResult, ErrorObject, LoggingMessageNotificationParams,
@@ -39,7 +38,7 @@ impl ClientEndpoint {
 
 fn encode<R: Serialize>(r: &R) -> Reply {
     serde_json::to_vec(r)
-        .map(Bytes::from)
+        .map(crate::rpc::ResultBytes::from)
         .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 

@@ -1,6 +1,5 @@
 //! The client's middleware stack: the innermost service sends the request over the connection.
 
-use bytes::Bytes;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::value::RawValue;
@@ -57,7 +56,7 @@ fn endpoint(req: McpRequest) -> BoxFuture<'static, Result<McpResponse, BoxError>
     };
     async move {
         match peer.request_raw(&method, params.as_deref(), options).await {
-            Ok(raw) => Ok(McpResponse::from_outcome(Ok(Bytes::from(String::from(raw.get()))))),
+            Ok(raw) => Ok(McpResponse::from_outcome(Ok(String::from(raw.get()).into_bytes().into()))),
             // The server's JSON-RPC errors are answers layers see; the rest are failures.
             Err(e) => match e.peer_error() {
                 Some(obj) => Ok(McpResponse::error(obj.clone())),

@@ -353,18 +353,37 @@ impl From<Vec<u8>> for Outgoing {
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}` around an already serialized result; a long result
 /// is not copied (see [`Outgoing::Result`]).
-pub(crate) fn encode_result(id: &RequestId, result: Bytes) -> Outgoing {
+pub(crate) fn encode_result(id: &RequestId, result: ResultBytes) -> Outgoing {
+    const HEAD: &[u8] = br#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &[u8] = br#","result":"#;
     let small = result.len() < SPLIT_RESULT;
-    let mut out = Vec::with_capacity(if small { result.len() + 40 } else { 40 });
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    // The exact length when the id's is known: a buffer as long as its contents becomes
+    // `Bytes` (HTTP's body) without the shared header `Bytes` allocates for a longer one.
+    let exact = id_len(id).map(|n| HEAD.len() + n + RESULT.len() + result.len() + 1);
+    let mut out = Vec::with_capacity(match (small, exact) {
+        (true, Some(n)) => n,
+        (true, None) => result.len() + 40,
+        (false, _) => 40,
+    });
+    out.extend_from_slice(HEAD);
     push_id(&mut out, id);
-    out.extend_from_slice(br#","result":"#);
+    out.extend_from_slice(RESULT);
     if !small {
-        return Outgoing::Result(Box::new(SplitResult { head: out, body: result }));
+        return Outgoing::Result(Box::new(SplitResult { head: out, body: result.into_bytes() }));
     }
     out.extend_from_slice(&result);
     out.push(b'}');
+    debug_assert!(exact.is_none_or(|n| n == out.len()), "the envelope's length was miscounted");
     Outgoing::Frame(out)
+}
+
+/// The length of an id as [`push_id`] writes it, when known without writing it: a number, or a
+/// string serde_json writes without escapes (no `"`, `\` or control character).
+fn id_len(id: &RequestId) -> Option<usize> {
+    match id {
+        RequestId::Number(n) => Some(itoa::Buffer::new().format(*n).len()),
+        RequestId::String(s) => s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\').then(|| s.len() + 2),
+    }
 }
 
 /// An error response; without an id when the request's id could not be read.
@@ -433,8 +452,51 @@ pub(crate) fn encode_batch(items: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-/// A serialized result, cheap to clone (cached results are shared, not re-encoded).
-pub(crate) type ResultBytes = Bytes;
+/// A serialized result: encoded for this request, or shared (cached results are not
+/// re-encoded).
+///
+/// Not always [`Bytes`]: a buffer a result was just encoded into is usually longer than the
+/// result, and `Bytes` takes such a buffer over only with a second allocation (its shared
+/// header), although the envelope copies a short result out of it anyway.
+#[derive(Debug, Clone)]
+pub(crate) enum ResultBytes {
+    /// Encoded for this request.
+    Owned(Vec<u8>),
+    /// Shared with others.
+    Shared(Bytes),
+}
+
+impl ResultBytes {
+    /// The result as [`Bytes`] (an owned buffer is taken over).
+    pub(crate) fn into_bytes(self) -> Bytes {
+        match self {
+            ResultBytes::Owned(v) => Bytes::from(v),
+            ResultBytes::Shared(b) => b,
+        }
+    }
+}
+
+impl std::ops::Deref for ResultBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            ResultBytes::Owned(v) => v,
+            ResultBytes::Shared(b) => b,
+        }
+    }
+}
+
+impl From<Vec<u8>> for ResultBytes {
+    fn from(v: Vec<u8>) -> Self {
+        ResultBytes::Owned(v)
+    }
+}
+
+impl From<Bytes> for ResultBytes {
+    fn from(b: Bytes) -> Self {
+        ResultBytes::Shared(b)
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -500,14 +562,14 @@ mod tests {
     #[test]
     fn encodes_compact_messages() {
         let id = RequestId::from("x\"y");
-        let r = encode_result(&id, Bytes::from_static(br#"{"a":1}"#));
+        let r = encode_result(&id, Bytes::from_static(br#"{"a":1}"#).into());
         assert!(matches!(r, Outgoing::Frame(_)), "a short result is copied into its envelope");
         let v: serde_json::Value = serde_json::from_slice(&r.into_vec()).expect("valid json");
         assert_eq!(v["id"], "x\"y");
         assert_eq!(v["result"]["a"], 1);
         // A long one stays apart, and joins to the same message.
         let long = format!(r#"{{"s":"{}"}}"#, "z".repeat(SPLIT_RESULT));
-        let r = encode_result(&RequestId::Number(7), Bytes::from(long.clone()));
+        let r = encode_result(&RequestId::Number(7), Bytes::from(long.clone()).into());
         assert!(matches!(&r, Outgoing::Result(parts) if parts.body.len() == long.len()));
         assert_eq!(std::mem::size_of::<Outgoing>(), std::mem::size_of::<Vec<u8>>(), "queue slots stay small");
         let joined = r.into_vec();
@@ -517,5 +579,30 @@ mod tests {
         assert!(v.get("id").is_none());
         assert_eq!(v["error"]["code"], -32700);
         assert!(!joined.contains(&b'\n') && !e.contains(&b'\n'));
+    }
+
+    #[test]
+    fn a_short_result_fills_its_buffer_exactly_when_the_id_needs_no_escape() {
+        let ids = [
+            (RequestId::Number(0), true),
+            (RequestId::Number(-9_007_199_254_740_991), true),
+            (RequestId::from("plain-ä-\u{7f}"), true),
+            (RequestId::from("quote\"d"), false),
+            (RequestId::from("back\\slash"), false),
+            (RequestId::from("tab\t"), false),
+        ];
+        for (id, exact) in ids {
+            let Outgoing::Frame(out) = encode_result(&id, br#"{"a":[1,"b"]}"#.to_vec().into()) else {
+                panic!("a short result is one frame");
+            };
+            let v: serde_json::Value = serde_json::from_slice(&out).expect("valid json");
+            assert_eq!(serde_json::from_value::<RequestId>(v["id"].clone()).ok(), Some(id.clone()));
+            assert_eq!(v["result"], serde_json::json!({"a": [1, "b"]}));
+            // Exact, the buffer becomes `Bytes` without a second allocation.
+            if exact {
+                assert_eq!(out.capacity(), out.len(), "{id:?}");
+            }
+            assert_eq!(id_len(&id).is_some(), exact, "{id:?}");
+        }
     }
 }

@@ -37,7 +37,9 @@ impl Endpoint for Script {
         Handled::Later(
             async move {
                 match &*req.method {
-                    "echo" => Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into()))),
+                    "echo" => {
+                        Ok(Bytes::from(req.params.map(|p| p.get().to_owned()).unwrap_or_else(|| "{}".into())).into())
+                    }
                     "sleep" => {
                         let ms = req
                             .params
@@ -48,7 +50,7 @@ impl Endpoint for Script {
                         let _guard = DropCounter(self.clone());
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                         std::mem::forget(_guard);
-                        Ok(Bytes::from_static(b"{\"slept\":true}"))
+                        Ok(Bytes::from_static(b"{\"slept\":true}").into())
                     }
                     "panic" => panic!("handler bug"),
                     m => Err(ErrorObject::method_not_found(m)),

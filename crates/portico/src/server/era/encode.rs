@@ -3,14 +3,13 @@
 //! once per server); handshake-era results are rewritten for an older revision only where that
 //! changes them.
 
-use bytes::Bytes;
 use portico_schema::{
     CallToolResult, ErrorObject, META_SERVER_INFO, Meta, ProtocolVersion, ResultEnvelope, ResultType,
 };
 use serde::Serialize;
 
 use super::{Era, EraLayer};
-use crate::rpc::Reply;
+use crate::rpc::{Reply, ResultBytes};
 use crate::server::downgrade;
 
 impl EraLayer {
@@ -47,7 +46,7 @@ impl EraLayer {
                 stamp_relayed(json.get(), &info.info_meta)
             } else {
                 // The text itself becomes the reply: no copy.
-                Bytes::from(String::from(Box::<str>::from(json)))
+                String::from(Box::<str>::from(json)).into_bytes().into()
             });
         }
         let mut meta = r.meta;
@@ -122,14 +121,14 @@ fn splice_server_info(object: &mut Vec<u8>, info_meta: &[u8]) {
 
 /// `{…}` (a JSON object without `resultType` or `_meta`) → `{"resultType":"complete",…,"_meta":{…serverInfo…}}`,
 /// in one buffer.
-fn stamp_relayed(object: &str, info_meta: &[u8]) -> Bytes {
+fn stamp_relayed(object: &str, info_meta: &[u8]) -> ResultBytes {
     let middle = object.strip_prefix('{').and_then(|o| o.strip_suffix('}')).unwrap_or(object);
     stamped(middle, info_meta)
 }
 
 /// `{"resultType":"complete",MIDDLE,"_meta":{…serverInfo…}}`: `middle` is members as written
 /// (none when it is blank).
-fn stamped(middle: &str, info_meta: &[u8]) -> Bytes {
+fn stamped(middle: &str, info_meta: &[u8]) -> ResultBytes {
     let mut out = Vec::with_capacity(middle.len() + info_meta.len() + 40);
     out.extend_from_slice(STAMP);
     if !middle.trim().is_empty() {
@@ -138,7 +137,7 @@ fn stamped(middle: &str, info_meta: &[u8]) -> Bytes {
     }
     out.push(b'}');
     splice_server_info(&mut out, info_meta);
-    Bytes::from(out)
+    out.into()
 }
 
 /// The members of `object` between a leading `"resultType":"complete"` and a trailing
@@ -163,7 +162,7 @@ const STAMP: &[u8] = br#"{"resultType":"complete""#;
 
 /// A relayed result made of `middle` (members as written, without `resultType` or `_meta`),
 /// with `"resultType":"complete"` first when `stateless`, and `meta` last.
-fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
+fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<ResultBytes, serde_json::Error> {
     assemble(stateless, meta, middle.len(), |out| {
         if !middle.is_empty() {
             comma(out);
@@ -175,7 +174,7 @@ fn from_middle(middle: &str, stateless: bool, meta: Option<&Meta>) -> Result<Byt
 
 /// A relayed result made of the members of `object` (as written) but its `resultType` and
 /// `_meta`, with `"resultType":"complete"` first when `stateless`, and `meta` last.
-fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<Bytes, serde_json::Error> {
+fn rebuild_relayed(object: &str, stateless: bool, meta: Option<&Meta>) -> Result<ResultBytes, serde_json::Error> {
     let members = crate::relayed::members(object)?;
     assemble(stateless, meta, object.len(), |out| {
         for (name, value) in members.iter().filter(|(name, _)| name != "_meta" && name != "resultType") {
@@ -194,7 +193,7 @@ fn assemble(
     meta: Option<&Meta>,
     size: usize,
     members: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
-) -> Result<Bytes, serde_json::Error> {
+) -> Result<ResultBytes, serde_json::Error> {
     let mut out = Vec::with_capacity(size + 128);
     if stateless {
         out.extend_from_slice(STAMP);
@@ -208,7 +207,7 @@ fn assemble(
         serde_json::to_writer(&mut out, meta)?;
     }
     out.push(b'}');
-    Ok(Bytes::from(out))
+    Ok(out.into())
 }
 
 /// A `,` before a member that is not the object's first.
@@ -226,12 +225,12 @@ fn encode_with_server_info<R: Serialize>(r: &R, info_meta: &[u8]) -> Reply {
     serde_json::to_writer(&mut out, r)
         .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))?;
     splice_server_info(&mut out, info_meta);
-    Ok(Bytes::from(out))
+    Ok(out.into())
 }
 
 pub(super) fn encode<R: Serialize>(r: &R) -> Reply {
     serde_json::to_vec(r)
-        .map(Bytes::from)
+        .map(ResultBytes::from)
         .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
 }
 

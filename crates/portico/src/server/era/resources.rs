@@ -85,7 +85,7 @@ impl EraLayer {
                 // contents encoded beforehand go between.
                 let empty = self.finish(ReadResourceResult::new(Vec::new()), &era)?;
                 match e.around(&empty) {
-                    Some(answer) => Ok(answer),
+                    Some(answer) => Ok(answer.into()),
                     None => {
                         debug_assert!(false, "a read result without a `contents` member: {empty:?}");
                         self.finish(e.read_result(), &era)

@@ -70,14 +70,14 @@ impl EraLayer {
         let generation = {
             let cache = crate::sync::read_lock(&self.server.inner.tools_cache);
             if first_page && let Some((_, bytes)) = cache.pages.iter().find(|(v, _)| *v == era.version) {
-                return Ok(Step::Now(bytes.clone()));
+                return Ok(Step::Now(bytes.clone().into()));
             }
             cache.generation
         };
         let (items, next) = self.list(params, |r| &r.tools)?;
         let mut r = ListToolsResult::new(items);
         r.next_cursor = next;
-        let bytes = self.finish_with(r, era, Some(downgrade::list_tools))?;
+        let bytes = self.finish_with(r, era, Some(downgrade::list_tools))?.into_bytes();
         if first_page {
             let mut cache = crate::sync::write_lock(&self.server.inner.tools_cache);
             // The tools changed while this page was made: it may be stale, so it is not kept.
@@ -85,7 +85,7 @@ impl EraLayer {
                 cache.pages.push((era.version, bytes.clone()));
             }
         }
-        Ok(Step::Now(bytes))
+        Ok(Step::Now(bytes.into()))
     }
 
     pub(super) async fn call_tool(

@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::BodyExt;
 use portico_schema::ErrorObject;
 use rand::RngCore;
 
@@ -115,24 +113,10 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
     let limit = shared.config.max_body;
     #[cfg_attr(not(feature = "auth-server"), allow(unused_variables))]
     let (parts, body) = req.into_parts();
-    let body = match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return error_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                None,
-                &ErrorObject::invalid_request(format!("body exceeds {limit} bytes")),
-            );
-        }
-        Err(_) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                None,
-                &ErrorObject::invalid_request("could not read the body"),
-            );
-        }
+    let frame = match super::read_body(body, limit).await {
+        Ok(b) => b,
+        Err(e) => return e.response(limit),
     };
-    let frame: Bytes = body;
     #[cfg(feature = "auth-server")]
     if let Ok(crate::rpc::link::Incoming::Request { method, params, .. }) =
         crate::rpc::link::decode_one(std::str::from_utf8(&frame).unwrap_or(""))

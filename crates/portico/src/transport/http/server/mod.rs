@@ -348,17 +348,72 @@ fn direct(
 + Send
 + 'static {
     hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-        let req = req.map(axum::body::Body::new);
         if req.uri().path() == MCP_PATH {
             futures_util::future::Either::Left(answer_direct(shared.clone(), req))
         } else {
+            let req = req.map(axum::body::Body::new);
             futures_util::future::Either::Right(tower::ServiceExt::oneshot(rest.clone(), req))
         }
     })
 }
 
-async fn answer_direct(shared: Arc<Shared>, req: Request) -> Result<Response, std::convert::Infallible> {
-    Ok(endpoint(State(shared), req).await)
+async fn answer_direct(
+    shared: Arc<Shared>,
+    req: Request<hyper::body::Incoming>,
+) -> Result<Response, std::convert::Infallible> {
+    Ok(answer(shared, req).await)
+}
+
+/// Why a request body could not be read.
+pub(super) enum BodyError {
+    /// It is longer than the limit.
+    TooLarge,
+    /// The connection failed while it was read.
+    Unreadable,
+}
+
+impl BodyError {
+    /// The response refusing the request (413 or 400).
+    pub(super) fn response(&self, limit: usize) -> Response {
+        let (status, e) = match self {
+            BodyError::TooLarge => {
+                (StatusCode::PAYLOAD_TOO_LARGE, ErrorObject::invalid_request(format!("body exceeds {limit} bytes")))
+            }
+            BodyError::Unreadable => (StatusCode::BAD_REQUEST, ErrorObject::invalid_request("could not read the body")),
+        };
+        error_response(status, None, &e)
+    }
+}
+
+/// Reads a request body of at most `limit` bytes. A body in one chunk (the usual case: it came
+/// in with the request's head) is kept as that chunk, without a list of chunks around it;
+/// more chunks are joined. Trailers are ignored.
+pub(super) async fn read_body<B>(body: B, limit: usize) -> Result<bytes::Bytes, BodyError>
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+{
+    use http_body_util::BodyExt;
+    let mut body = std::pin::pin!(body);
+    let mut first = bytes::Bytes::new();
+    let mut joined: Option<Vec<u8>> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| BodyError::Unreadable)?.into_data() else { continue };
+        let len = joined.as_ref().map_or(first.len(), Vec::len);
+        if data.len() > limit.saturating_sub(len) {
+            return Err(BodyError::TooLarge);
+        }
+        match &mut joined {
+            Some(all) => all.extend_from_slice(&data),
+            None if first.is_empty() => first = data,
+            None => {
+                let mut all = Vec::with_capacity(len + data.len());
+                all.extend_from_slice(&first);
+                all.extend_from_slice(&data);
+                joined = Some(all);
+            }
+        }
+    }
+    Ok(joined.map_or(first, bytes::Bytes::from))
 }
 
 fn spawn_reaper(shared: Weak<Shared>) {
@@ -438,6 +493,14 @@ impl Accepted {
 }
 
 async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    answer(shared, req).await
+}
+
+/// The endpoint for any request body: [`direct`] hands hyper's body over as it is, unboxed.
+async fn answer<B>(shared: Arc<Shared>, req: http::Request<B>) -> Response
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+{
     if let Err(refused) = security::check(&shared.config.hosts, req.headers()) {
         tracing::warn!(?refused, "request refused by the host/origin policy");
         let what = match refused {

@@ -9,21 +9,22 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, StatusCode};
-use http_body_util::BodyExt;
 use portico_schema::{ErrorObject, JsonObject, ProtocolVersion, RequestId, methods};
 use serde_json::value::RawValue;
 
 use super::respond::{Outcome, Run};
 use super::sessions::{Busy, Full, GET_STREAM};
-use super::{Accepted, SESSION_ID, Shared, error_response, headers, session_header};
+use super::{Accepted, BodyError, SESSION_ID, Shared, error_response, headers, read_body, session_header};
 use crate::peek::{ParamsPeek, RequestMeta, may_hold_meta};
 use crate::rpc::link::{self, Frame, Incoming, Invalid, Link, Outgoing};
 
-pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
+pub(super) async fn post<B>(shared: Arc<Shared>, req: http::Request<B>) -> Response
+where
+    B: http_body::Body<Data = bytes::Bytes>,
+{
     let (mut parts, body) = req.into_parts();
     // Handed to the handlers (e.g. the principal an authorization layer put there).
     let ext = std::mem::take(&mut parts.extensions);
@@ -48,31 +49,17 @@ pub(super) async fn post(shared: Arc<Shared>, req: Request) -> Response {
         );
     }
     let limit = shared.config.max_body;
-    let too_large = || {
-        error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            &ErrorObject::invalid_request(format!("body exceeds {limit} bytes")),
-        )
-    };
     if headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|n| n > limit)
     {
-        return too_large();
+        return BodyError::TooLarge.response(limit);
     }
-    let bytes = match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
-        Err(_) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                None,
-                &ErrorObject::invalid_request("could not read the body"),
-            );
-        }
+    let bytes = match read_body(body, limit).await {
+        Ok(b) => b,
+        Err(e) => return e.response(limit),
     };
     match link::decode(&bytes) {
         Frame::Single(Err(Invalid { id, error })) => error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error),
