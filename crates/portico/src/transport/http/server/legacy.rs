@@ -132,7 +132,8 @@ pub(crate) async fn message(State(shared): State<Arc<Shared>>, req: Request) -> 
 }
 
 fn refused(shared: &Shared, req: &Request) -> Option<Response> {
-    security::check(&shared.config.hosts, req.headers()).err().map(|_| {
+    let h = req.headers();
+    security::check(&shared.config.hosts, h.get(http::header::HOST), h.get(http::header::ORIGIN)).err().map(|_| {
         error_response(StatusCode::FORBIDDEN, None, &ErrorObject::invalid_request("Host or Origin not allowed"))
     })
 }

@@ -474,8 +474,8 @@ pub(super) struct Accepted {
 }
 
 impl Accepted {
-    fn of(headers: &HeaderMap) -> Accepted {
-        let Some(accept) = headers.get(ACCEPT) else { return Accepted { json: true, sse: true } };
+    fn of(accept: Option<&HeaderValue>) -> Accepted {
+        let Some(accept) = accept else { return Accepted { json: true, sse: true } };
         // What the SDKs' clients send, as the spec words it: no need to split it.
         if accept.as_bytes() == b"application/json, text/event-stream" {
             return Accepted { json: true, sse: true };
@@ -501,7 +501,11 @@ async fn answer<B>(shared: Arc<Shared>, req: http::Request<B>) -> Response
 where
     B: http_body::Body<Data = bytes::Bytes>,
 {
-    if let Err(refused) = security::check(&shared.config.hosts, req.headers()) {
+    let (mut parts, body) = req.into_parts();
+    // Handed to the handlers (e.g. the principal an authorization layer put there).
+    let ext = std::mem::take(&mut parts.extensions);
+    let found = headers::Found::of(&parts.headers);
+    if let Err(refused) = security::check(&shared.config.hosts, found.host, found.origin) {
         tracing::warn!(?refused, "request refused by the host/origin policy");
         let what = match refused {
             security::Refused::Host => "Host",
@@ -513,10 +517,10 @@ where
             &ErrorObject::invalid_request(format!("{what} not allowed")),
         );
     }
-    match *req.method() {
-        Method::POST => post::post(shared, req).await,
-        Method::GET => get(shared, req.headers(), principal(req.extensions())).await,
-        Method::DELETE => delete(&shared, req.headers(), principal(req.extensions())),
+    match parts.method {
+        Method::POST => post::post(shared, &found, ext, body).await,
+        Method::GET => get(shared, &found, principal(&ext)).await,
+        Method::DELETE => delete(&shared, found.session_id, principal(&ext)),
         _ => method_not_allowed(),
     }
 }
@@ -537,18 +541,18 @@ fn method_not_allowed() -> Response {
     (StatusCode::METHOD_NOT_ALLOWED, [(ALLOW, HeaderValue::from_static("GET, POST, DELETE"))]).into_response()
 }
 
-fn session_header(headers: &HeaderMap) -> Option<&str> {
-    headers.get(SESSION_ID).and_then(|v| v.to_str().ok())
+fn session_header(value: Option<&HeaderValue>) -> Option<&str> {
+    value.and_then(|v| v.to_str().ok())
 }
 
 /// `GET`: the session's stream of server-initiated messages, or the resumption of any of its
 /// streams with `Last-Event-ID`.
-async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
-    let Some(id) = session_header(headers) else {
+async fn get(shared: Arc<Shared>, found: &headers::Found<'_>, caller: Option<Arc<str>>) -> Response {
+    let Some(id) = session_header(found.session_id) else {
         // Stateless clients have no GET stream.
         return method_not_allowed();
     };
-    if !accepts(headers, "text/event-stream") {
+    if !accepts(found.map, "text/event-stream") {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
             None,
@@ -562,7 +566,7 @@ async fn get(shared: Arc<Shared>, headers: &HeaderMap, caller: Option<Arc<str>>)
             &ErrorObject::invalid_request("unknown or expired session"),
         );
     };
-    let resume = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_event_id);
+    let resume = found.map.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(parse_event_id);
     let (tx, rx) = sse::channel(shared.config.stream_buffer, shared.config.stream_buffer_bytes);
     let (stream, after) = match resume {
         Some((stream, seq)) => (stream, Some(seq)),
@@ -592,8 +596,8 @@ pub(crate) fn parse_event_id(s: &str) -> Option<(u64, u64)> {
     Some((stream.parse().ok()?, seq.parse().ok()?))
 }
 
-fn delete(shared: &Shared, headers: &HeaderMap, caller: Option<Arc<str>>) -> Response {
-    let Some(id) = session_header(headers) else {
+fn delete(shared: &Shared, session_id: Option<&HeaderValue>, caller: Option<Arc<str>>) -> Response {
+    let Some(id) = session_header(session_id) else {
         return error_response(StatusCode::BAD_REQUEST, None, &ErrorObject::invalid_request("missing Mcp-Session-Id"));
     };
     if shared.sessions.get(id, caller.as_deref()).is_some() && shared.sessions.remove(id) {
@@ -655,8 +659,8 @@ mod tests {
         ] {
             let h = with_accept(v);
             let want = Accepted { json: accepts(&h, "application/json"), sse: accepts(&h, "text/event-stream") };
-            assert_eq!(Accepted::of(&h), want, "Accept: {v:?}");
+            assert_eq!(Accepted::of(h.get(ACCEPT)), want, "Accept: {v:?}");
         }
-        assert_eq!(Accepted::of(&HeaderMap::new()), Accepted { json: true, sse: true });
+        assert_eq!(Accepted::of(None), Accepted { json: true, sse: true });
     }
 }

@@ -10,27 +10,24 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
-use http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, StatusCode};
 use portico_schema::{ErrorObject, JsonObject, ProtocolVersion, RequestId, methods};
 use serde_json::value::RawValue;
 
+use super::headers::{self, Found};
 use super::respond::{Outcome, Run};
 use super::sessions::{Busy, Full, GET_STREAM};
-use super::{Accepted, BodyError, SESSION_ID, Shared, error_response, headers, read_body, session_header};
+use super::{Accepted, BodyError, SESSION_ID, Shared, error_response, read_body, session_header};
 use crate::peek::{ParamsPeek, RequestMeta, may_hold_meta};
 use crate::rpc::link::{self, Frame, Incoming, Invalid, Link, Outgoing};
 
-pub(super) async fn post<B>(shared: Arc<Shared>, req: http::Request<B>) -> Response
+pub(super) async fn post<B>(shared: Arc<Shared>, found: &Found<'_>, ext: http::Extensions, body: B) -> Response
 where
     B: http_body::Body<Data = bytes::Bytes>,
 {
-    let (mut parts, body) = req.into_parts();
-    // Handed to the handlers (e.g. the principal an authorization layer put there).
-    let ext = std::mem::take(&mut parts.extensions);
-    let headers = &parts.headers;
-    let json = headers
-        .get(CONTENT_TYPE)
+    let json = found
+        .content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json")));
     if !json {
@@ -40,7 +37,7 @@ where
             &ErrorObject::invalid_request("Content-Type must be application/json"),
         );
     }
-    let accept = Accepted::of(headers);
+    let accept = Accepted::of(found.accept);
     if !accept.json && !accept.sse {
         return error_response(
             StatusCode::NOT_ACCEPTABLE,
@@ -49,12 +46,9 @@ where
         );
     }
     let limit = shared.config.max_body;
-    if headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > limit)
-    {
+    // A declared length past the limit is refused unread (hyper's body knows its
+    // `Content-Length`).
+    if usize::try_from(body.size_hint().lower()).map_or(true, |n| n > limit) {
         return BodyError::TooLarge.response(limit);
     }
     let bytes = match read_body(body, limit).await {
@@ -63,8 +57,8 @@ where
     };
     match link::decode(&bytes) {
         Frame::Single(Err(Invalid { id, error })) => error_response(StatusCode::BAD_REQUEST, id.as_ref(), &error),
-        Frame::Single(Ok(msg)) => single(shared, headers, accept, ext, msg).await,
-        Frame::Batch(items) => batch(shared, headers, ext, items).await,
+        Frame::Single(Ok(msg)) => single(shared, found, accept, ext, msg).await,
+        Frame::Batch(items) => batch(shared, found, ext, items).await,
     }
 }
 
@@ -103,8 +97,8 @@ fn peek_stateless(params: Option<&RawValue>) -> Result<Option<(RequestMeta<'_>, 
 
 /// A handshake-era request may name any known revision in `MCP-Protocol-Version` (or none:
 /// 2025-03-26 is assumed); anything else is 400.
-fn handshake_version_refused(headers: &HeaderMap) -> Option<Response> {
-    match headers.get(&headers::PROTOCOL_VERSION).map(|v| v.to_str().ok().and_then(ProtocolVersion::parse)) {
+fn handshake_version_refused(protocol_version: Option<&HeaderValue>) -> Option<Response> {
+    match protocol_version.map(|v| v.to_str().ok().and_then(ProtocolVersion::parse)) {
         None | Some(Some(_)) => None,
         Some(None) => {
             let e = ErrorObject::invalid_request("unsupported MCP-Protocol-Version");
@@ -123,12 +117,12 @@ fn accepted() -> Response {
 
 async fn single(
     shared: Arc<Shared>,
-    headers: &HeaderMap,
+    found: &Found<'_>,
     accept: Accepted,
     ext: http::Extensions,
     msg: Incoming<'_>,
 ) -> Response {
-    let sid = session_header(headers);
+    let sid = session_header(found.session_id);
     let owner = super::principal(&ext);
     let session = sid.and_then(|id| shared.sessions.get(id, owner.as_deref()));
     match msg {
@@ -148,14 +142,14 @@ async fn single(
             if let Some(peek) = peek {
                 let (meta, peek) = peek;
                 let req = StatelessRequest { id, method: &method, params, meta, peek };
-                return stateless(&shared, headers, accept, ext, req).await;
+                return stateless(&shared, found, accept, ext, req).await;
             }
             if method == methods::INITIALIZE {
                 return initialize(&shared, accept, ext, id, params).await;
             }
             match (sid, session) {
                 (Some(_), Some(s)) => {
-                    if let Some(r) = handshake_version_refused(headers) {
+                    if let Some(r) = handshake_version_refused(found.protocol_version) {
                         return r;
                     }
                     let ctx = Run::session(&shared, accept, ext, s);
@@ -246,7 +240,7 @@ struct StatelessRequest<'a> {
 
 async fn stateless(
     shared: &Arc<Shared>,
-    headers: &HeaderMap,
+    found: &Found<'_>,
     accept: Accepted,
     mut ext: http::Extensions,
     req: StatelessRequest<'_>,
@@ -258,7 +252,7 @@ async fn stateless(
     }
     let version = meta.protocol_version.as_deref().unwrap_or_default();
     let target = Target { name: peek.name, uri: peek.uri, task_id: peek.task_id, arguments: peek.arguments };
-    if let Err(e) = check_mirrored(shared, headers, version, method, target) {
+    if let Err(e) = check_mirrored(shared, found, version, method, target) {
         return error_response(StatusCode::BAD_REQUEST, Some(&id), &e);
     }
     peek.meta = Some(meta);
@@ -269,7 +263,7 @@ async fn stateless(
 
 fn check_mirrored(
     shared: &Shared,
-    headers: &HeaderMap,
+    found: &Found<'_>,
     version: &str,
     method: &str,
     raw: Target<'_>,
@@ -337,13 +331,13 @@ fn check_mirrored(
     } else {
         None
     };
-    headers::validate(headers, &headers::BodyFacts { version, method, name, tool })
+    headers::validate(found, &headers::BodyFacts { version, method, name, tool })
 }
 
 /// A 2025-03-26 batch: every request answered in one JSON array.
-async fn batch(shared: Arc<Shared>, headers: &HeaderMap, ext: http::Extensions, items: Vec<&RawValue>) -> Response {
+async fn batch(shared: Arc<Shared>, found: &Found<'_>, ext: http::Extensions, items: Vec<&RawValue>) -> Response {
     let owner = super::principal(&ext);
-    let Some(s) = session_header(headers).and_then(|id| shared.sessions.get(id, owner.as_deref())) else {
+    let Some(s) = session_header(found.session_id).and_then(|id| shared.sessions.get(id, owner.as_deref())) else {
         return error_response(
             StatusCode::BAD_REQUEST,
             None,

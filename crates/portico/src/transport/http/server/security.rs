@@ -1,7 +1,6 @@
 //! DNS-rebinding protection: `Host` and `Origin` must name an allowed host.
 
-use http::HeaderMap;
-use http::header::{HOST, ORIGIN};
+use http::HeaderValue;
 
 /// Which hosts may be named by `Host` and `Origin`.
 #[derive(Debug, Clone)]
@@ -47,13 +46,18 @@ pub(crate) enum Refused {
     Origin,
 }
 
-/// Checks `Host` (always) and `Origin` (when present; browsers send it).
-pub(crate) fn check(policy: &HostPolicy, headers: &HeaderMap) -> Result<(), Refused> {
-    let host = headers.get(HOST).and_then(|h| h.to_str().ok()).ok_or(Refused::Host)?;
+/// Checks `Host` (always) and `Origin` (when present; browsers send it): the first value of
+/// each.
+pub(crate) fn check(
+    policy: &HostPolicy,
+    host: Option<&HeaderValue>,
+    origin: Option<&HeaderValue>,
+) -> Result<(), Refused> {
+    let host = host.and_then(|h| h.to_str().ok()).ok_or(Refused::Host)?;
     if !policy.host_allowed(host_of(host)) {
         return Err(Refused::Host);
     }
-    if let Some(origin) = headers.get(ORIGIN) {
+    if let Some(origin) = origin {
         let origin = origin.to_str().map_err(|_| Refused::Origin)?.trim().to_ascii_lowercase();
         if policy.origins.contains(&origin) {
             return Ok(());
@@ -69,7 +73,8 @@ pub(crate) fn check(policy: &HostPolicy, headers: &HeaderMap) -> Result<(), Refu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
+    use http::HeaderMap;
+    use http::header::{HOST, ORIGIN};
 
     fn headers(host: &str, origin: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -78,6 +83,10 @@ mod tests {
             h.insert(ORIGIN, HeaderValue::from_str(o).expect("origin"));
         }
         h
+    }
+
+    fn check(p: &HostPolicy, h: &HeaderMap) -> Result<(), Refused> {
+        super::check(p, h.get(HOST), h.get(ORIGIN))
     }
 
     #[test]
