@@ -429,3 +429,40 @@ async fn a_call_answers_its_own_input_requests_and_declares_its_own_capabilities
     let err = client.call_tool("both", json!({})).await;
     assert!(err.is_err() || err.as_ref().is_ok_and(|r| r.is_error == Some(true)), "{err:?}");
 }
+
+/// The era layer polls a tool's handler once with a waker that does nothing, and boxes the rest
+/// of the call only when the handler waits. A handler that wakes itself in that first poll
+/// (`yield_now`: the wake-up goes to the waker that does nothing) is polled again with the
+/// request's waker and answered, in both eras; one that is ready at once is answered at once.
+#[tokio::test]
+async fn a_handler_that_waits_after_the_first_poll_is_answered_in_both_eras() {
+    let server = Server::builder(Implementation::new("yields", "1"))
+        .tool(Tool::new("yields", object(json!({"type": "object"}))), |_: Value| async move {
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            "late"
+        })
+        .tool(Tool::new("now", object(json!({"type": "object"}))), |_: Value| async move { "now" })
+        .build();
+    let text = |r: &Value| r["result"]["content"][0]["text"].as_str().map(str::to_owned);
+    let limit = std::time::Duration::from_secs(10);
+    let mut raw = Raw::with(server.clone());
+    for (tool, want) in [("yields", "late"), ("now", "now"), ("yields", "late")] {
+        let params = json!({"name": tool, "arguments": {}, "_meta": meta(json!({}))});
+        let r = tokio::time::timeout(limit, raw.call("tools/call", params)).await.expect("answered");
+        assert_eq!(text(&r).as_deref(), Some(want), "{r}");
+        assert_eq!(r["result"]["resultType"], "complete");
+    }
+    let mut raw = Raw::with(server);
+    let init =
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
+    assert!(raw.call("initialize", init).await.get("result").is_some());
+    raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    for (tool, want) in [("yields", "late"), ("now", "now")] {
+        let params = json!({"name": tool, "arguments": {}});
+        let r = tokio::time::timeout(limit, raw.call("tools/call", params)).await.expect("answered");
+        assert_eq!(text(&r).as_deref(), Some(want), "{r}");
+        assert!(r["result"].get("resultType").is_none(), "{r}");
+    }
+}

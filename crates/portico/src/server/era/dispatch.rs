@@ -136,7 +136,7 @@ impl EraLayer {
             Method::ListTools => self.list_tools(call),
             Method::CallTool => {
                 let (this, Call { req, era, peer, parsed }) = (this(), call);
-                wait(this.call_tool(req, era, peer, parsed))
+                this.call_tool(req, era, peer, parsed)
             }
             Method::ListResources => self.list_resources(call),
             Method::ListResourceTemplates => self.list_resource_templates(call),

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::dispatch::{Call, Step};
-use super::{Era, EraLayer, parse};
+use super::{Era, EraLayer, Started, parse};
 use crate::peek::ParamsPeek;
 use crate::rpc::{IncomingRequest, Peer, Reply};
 use crate::server::input::{self, RawResponses};
@@ -88,13 +88,18 @@ impl EraLayer {
         Ok(Step::Now(bytes.into()))
     }
 
-    pub(super) async fn call_tool(
+    /// `tools/call`. The handler's future is polled once here, with a waker that does nothing:
+    /// a handler that answers at once (most do) is answered without a future for the call.
+    /// Only one that waits has the rest of the call boxed, and the engine polls that at once,
+    /// with the request's waker.
+    pub(super) fn call_tool(
         self: Arc<Self>,
         req: IncomingRequest,
         era: Era,
         peer: Peer,
         mut parsed: Option<ParsedCall>,
-    ) -> Reply {
+    ) -> Result<Step, ErrorObject> {
+        let peeked = parsed.is_some();
         let p: NamedCall<'_> = match &mut parsed {
             Some(c) => NamedCall {
                 name: Cow::Borrowed(&c.name),
@@ -134,20 +139,53 @@ impl EraLayer {
             Ok(s) => s,
             Err(e) if era.version.tool_input_errors_are_results() => {
                 let r = CallToolResult::error(format!("invalid arguments for tool {}: {e}", entry.def.name));
-                return self.finish_tool_result(r, &era);
+                return self.finish_tool_result(r, &era).map(Step::Now);
             }
             Err(e) => {
                 return Err(ErrorObject::invalid_params(format!("invalid arguments for tool {}: {e}", entry.def.name)));
             }
         };
-        let (state, cancel) = (started.state.clone(), started.cancel.clone());
-        let round = self.round(&req, &started.own);
-        let outcome = input::run(started.fut, started.state, round, binding).await;
-        super::round_ended(started.own);
+        let Started { mut fut, state, cancel, own } = started;
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut first) {
+            // As `input::run` ends when the handler is ready, whatever it asked meanwhile.
+            super::round_ended(own);
+            return self.tool_outcome(Ok(input::Stage::Done(r)), &era, state, cancel).map(Step::Now);
+        }
+        // What the binding of a later round is made of, owned (see `input::binding`); only a
+        // stateless call that may ask for input needs it.
+        let target = match (&state, peeked) {
+            (Some(_), false) => Some((Box::<str>::from(p.name.as_ref()), p.arguments.map(ToOwned::to_owned))),
+            _ => None,
+        };
+        let this = self;
+        super::dispatch::wait(async move {
+            let (name, arguments) = match (&target, &parsed) {
+                (Some((name, arguments)), _) => (&**name, arguments.as_deref()),
+                (None, Some(c)) => (&*c.name, c.arguments.as_deref()),
+                (None, None) => ("", None),
+            };
+            let binding = || input::binding(&req.method, name, arguments.map(|a| a.get()));
+            let round = this.round(&req, &own);
+            let outcome = input::run(fut, state.clone(), round, binding).await;
+            super::round_ended(own);
+            this.tool_outcome(outcome, &era, state, cancel)
+        })
+    }
+
+    /// The end of a `tools/call`: the handler's result, an input request, or the task it
+    /// became.
+    fn tool_outcome(
+        &self,
+        outcome: Result<input::Stage<Result<crate::RelayedToolResult, HandlerError>>, ErrorObject>,
+        era: &Era,
+        state: Option<Arc<input::InputState>>,
+        cancel: crate::rpc::Cancel,
+    ) -> Reply {
         match outcome? {
-            input::Stage::Done(Ok(r)) => self.finish_relayed_tool_result(r, &era),
+            input::Stage::Done(Ok(r)) => self.finish_relayed_tool_result(r, era),
             input::Stage::Done(Err(e)) => Err(e.into_error_object(era.version)),
-            input::Stage::InputRequired(r) => self.finish(r, &era),
+            input::Stage::InputRequired(r) => self.finish(r, era),
             input::Stage::Task(fut) => {
                 let task = self.server.tasks().create(cancel.token().clone())?;
                 if let Some(s) = &state {
@@ -161,7 +199,7 @@ impl EraLayer {
                         .and_then(RawValue::from_string)
                         .map_err(|e| ErrorObject::internal_error(format!("cannot encode the result: {e}")))
                 });
-                self.finish(task.created_result(), &era)
+                self.finish(task.created_result(), era)
             }
         }
     }
