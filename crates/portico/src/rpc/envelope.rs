@@ -359,14 +359,25 @@ pub(crate) fn encode_result(id: &RequestId, result: ResultBytes) -> Outgoing {
     let small = result.len() < SPLIT_RESULT;
     // The exact length when the id's is known: a buffer as long as its contents becomes
     // `Bytes` (HTTP's body) without the shared header `Bytes` allocates for a longer one.
-    let exact = id_len(id).map(|n| HEAD.len() + n + RESULT.len() + result.len() + 1);
+    let mut digits = itoa::Buffer::new();
+    let plain = plain_id(id, &mut digits);
+    let exact =
+        plain.map(|(text, quoted)| HEAD.len() + text.len() + 2 * usize::from(quoted) + RESULT.len() + result.len() + 1);
     let mut out = Vec::with_capacity(match (small, exact) {
         (true, Some(n)) => n,
         (true, None) => result.len() + 40,
         (false, _) => 40,
     });
     out.extend_from_slice(HEAD);
-    push_id(&mut out, id);
+    match plain {
+        Some((text, false)) => out.extend_from_slice(text),
+        Some((text, true)) => {
+            out.push(b'"');
+            out.extend_from_slice(text);
+            out.push(b'"');
+        }
+        None => push_id(&mut out, id),
+    }
     out.extend_from_slice(RESULT);
     if !small {
         return Outgoing::Result(Box::new(SplitResult { head: out, body: result.into_bytes() }));
@@ -377,12 +388,13 @@ pub(crate) fn encode_result(id: &RequestId, result: ResultBytes) -> Outgoing {
     Outgoing::Frame(out)
 }
 
-/// The length of an id as [`push_id`] writes it, when known without writing it: a number, or a
-/// string serde_json writes without escapes (no `"`, `\` or control character).
-fn id_len(id: &RequestId) -> Option<usize> {
+/// An id's text as [`push_id`] writes it, and whether it goes between quotes, when it needs no
+/// escape: a number (formatted once, into `digits`), or a string with no `"`, `\` or control
+/// character.
+fn plain_id<'a>(id: &'a RequestId, digits: &'a mut itoa::Buffer) -> Option<(&'a [u8], bool)> {
     match id {
-        RequestId::Number(n) => Some(itoa::Buffer::new().format(*n).len()),
-        RequestId::String(s) => s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\').then(|| s.len() + 2),
+        RequestId::Number(n) => Some((digits.format(*n).as_bytes(), false)),
+        RequestId::String(s) => s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\').then_some((s.as_bytes(), true)),
     }
 }
 
@@ -602,7 +614,7 @@ mod tests {
             if exact {
                 assert_eq!(out.capacity(), out.len(), "{id:?}");
             }
-            assert_eq!(id_len(&id).is_some(), exact, "{id:?}");
+            assert_eq!(plain_id(&id, &mut itoa::Buffer::new()).is_some(), exact, "{id:?}");
         }
     }
 }
