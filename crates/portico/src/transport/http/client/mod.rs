@@ -45,9 +45,11 @@
 
 #[cfg(feature = "auth-client")]
 mod authorized;
+mod direct;
 mod frame;
 mod legacy;
 mod mirror;
+mod reply;
 mod request;
 mod session;
 mod shared;
@@ -202,6 +204,12 @@ impl HttpClientTransport {
     /// built with `TCP_NODELAY`; it pools and reuses connections, follows only
     /// [same-origin `307`/`308` redirects](redirect_policy), and leaves retries to the
     /// transport (a reused connection that closes before answering).
+    ///
+    /// Without a client of your own, the POSTs that carry requests to a plain `http://` URL
+    /// go out through hyper's pooled client instead of reqwest's layers, unless a proxy is
+    /// set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an OAuth client authorizes them, or
+    /// the system is macOS or Windows; a redirect is then sent again through reqwest. With
+    /// this method, every request goes through `client`.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -222,6 +230,8 @@ impl HttpClientTransport {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("the MCP endpoint URL must be http or https, not {:?}", url.scheme()));
         }
+        // The exchanges' POSTs skip reqwest when the transport builds its own client.
+        let direct = if self.http.is_none() { direct::Direct::for_url(&url) } else { None };
         let http = match self.http {
             Some(h) => h,
             // No retries of reqwest's own: they are for HTTP/2's refused streams, which this
@@ -235,9 +245,9 @@ impl HttpClientTransport {
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client: {e}"))?,
         };
-        #[allow(unused_mut)]
         let mut shared =
             Shared::new(http, url, self.headers, self.reconnect, self.max_message, inbound, ends, self.status);
+        shared.direct = direct;
         #[cfg(feature = "auth-client")]
         {
             shared.auth = self.auth;

@@ -9,6 +9,7 @@ use portico_schema::{ErrorCode, RequestId, methods};
 use tracing::debug;
 
 use super::frame::{self, OutRequest};
+use super::reply::Reply;
 use super::shared::{self, Shared, content_type, drain, is_event_stream, read_body};
 use super::sse::{Cursor, Event, Events};
 use super::{legacy, session};
@@ -116,7 +117,7 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
     loop {
         let with_session = req.stateless.is_none() && req.method != methods::INITIALIZE;
         let sid = if with_session { shared.session_id() } else { None };
-        let resp = match shared.send(shared.post(&shared.url, frame.clone(), Some(req), with_session)).await {
+        let resp = match shared.send_message(frame, Some(req), with_session).await {
             Ok(r) => r,
             Err(e @ shared::SendError::Auth(_)) => {
                 // Not authorized: the answer says why, with `data.httpStatus` 401.
@@ -179,7 +180,7 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
 }
 
 /// Keeps the `Mcp-Session-Id` of an `initialize` response.
-pub(super) fn remember_session(shared: &Shared, resp: &reqwest::Response) {
+pub(super) fn remember_session(shared: &Shared, resp: &Reply) {
     let sid = resp
         .headers()
         .get(shared::SESSION_ID)
@@ -190,7 +191,7 @@ pub(super) fn remember_session(shared: &Shared, resp: &reqwest::Response) {
 }
 
 /// Hands up the answer in `resp`, or an error saying why there is none.
-pub(super) async fn read_answer(shared: &Shared, resp: reqwest::Response, answer: &mut Answer) {
+pub(super) async fn read_answer(shared: &Shared, resp: Reply, answer: &mut Answer) {
     let status = resp.status();
     if status.is_redirection() {
         // Not followed (see `redirect_policy`): say where the server points.
@@ -265,7 +266,7 @@ pub(super) async fn answer_error(shared: &Shared, answer: &mut Answer, status: S
 
 /// Reads an SSE answer, resuming it when it breaks before the answer (handshake era, when the
 /// server gave event ids).
-async fn read_stream(shared: &Shared, resp: reqwest::Response, answer: &mut Answer) {
+async fn read_stream(shared: &Shared, resp: Reply, answer: &mut Answer) {
     let mut cursor = Cursor::default();
     let mut events = Events::new(resp, shared.max_message);
     let mut attempts = 0;

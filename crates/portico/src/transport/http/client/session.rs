@@ -12,6 +12,7 @@ use tracing::{debug, warn};
 
 use super::Ordered;
 use super::frame::{self, Outgoing};
+use super::reply::Reply;
 use super::request::{self, Answer};
 use super::shared::{Shared, drain, is_event_stream, read_body};
 use super::sse::{Cursor, Event, Events};
@@ -85,7 +86,7 @@ async fn post_one(shared: &Arc<Shared>, frame: Bytes, what: &Outgoing) {
 }
 
 /// Hands up every message of an SSE stream until it ends.
-async fn forward_stream(shared: &Shared, resp: reqwest::Response, cursor: &mut Cursor) -> usize {
+async fn forward_stream(shared: &Shared, resp: Reply, cursor: &mut Cursor) -> usize {
     let mut events = Events::new(resp, shared.max_message);
     let mut n = 0;
     while let Some(e) = events.next(cursor).await {

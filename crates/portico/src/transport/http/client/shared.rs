@@ -13,8 +13,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::ReconnectPolicy;
+use super::direct::{self, Direct};
 use super::frame::OutRequest;
 use super::mirror::{self, Mirrors};
+use super::reply::Reply;
 use crate::sync::lock;
 
 pub(super) const SESSION_ID: &str = "mcp-session-id";
@@ -70,6 +72,8 @@ struct InFlight {
 
 pub(super) struct Shared {
     pub http: reqwest::Client,
+    /// The exchanges' POSTs without reqwest, when nothing it adds applies ([`direct`]).
+    pub direct: Option<Direct>,
     pub url: Url,
     headers: HeaderMap,
     pub policy: ReconnectPolicy,
@@ -95,6 +99,8 @@ pub(super) struct Shared {
 pub(super) enum SendError {
     /// The server could not be reached.
     Http(reqwest::Error),
+    /// The server could not be reached on the direct path.
+    Direct(direct::Error),
     /// Authorization failed (feature `auth-client`).
     #[cfg_attr(not(feature = "auth-client"), allow(dead_code))]
     Auth(String),
@@ -116,17 +122,24 @@ impl std::fmt::Display for SendError {
                 } else {
                     "the request failed"
                 };
-                f.write_str(kind)?;
-                let mut next = std::error::Error::source(e);
-                while let Some(cause) = next {
-                    write!(f, ": {cause}")?;
-                    next = cause.source();
-                }
-                Ok(())
+                causes(f, kind, e)
             }
+            SendError::Direct(e) => causes(f, if e.is_connect() { "cannot connect" } else { "the request failed" }, e),
             SendError::Auth(e) => write!(f, "authorization failed: {e}"),
         }
     }
+}
+
+/// `kind`, then every cause of `e`: the client's own text hides the cause (a refused
+/// connection, an untrusted certificate) in its sources.
+fn causes(f: &mut std::fmt::Formatter<'_>, kind: &str, e: &dyn std::error::Error) -> std::fmt::Result {
+    f.write_str(kind)?;
+    let mut next = e.source();
+    while let Some(cause) = next {
+        write!(f, ": {cause}")?;
+        next = cause.source();
+    }
+    Ok(())
 }
 
 impl Shared {
@@ -143,6 +156,7 @@ impl Shared {
     ) -> Self {
         Shared {
             http,
+            direct: None,
             url,
             headers,
             policy,
@@ -162,13 +176,35 @@ impl Shared {
 
     /// Sends one HTTP request; with an OAuth client, authorized (and authorized again on
     /// `401` or `403 insufficient_scope`, then retried).
-    pub(super) async fn send(&self, rb: reqwest::RequestBuilder) -> Result<reqwest::Response, SendError> {
+    pub(super) async fn send(&self, rb: reqwest::RequestBuilder) -> Result<Reply, SendError> {
         #[cfg(feature = "auth-client")]
         if let Some(auth) = &self.auth {
-            return super::authorized::send(self, auth, rb).await;
+            return super::authorized::send(self, auth, rb).await.map(Reply::from);
         }
         let request = rb.build().map_err(SendError::Http)?;
-        execute(&self.http, request).await
+        execute(&self.http, request).await.map(Reply::from)
+    }
+
+    /// Sends a request's message to the endpoint: on the direct path when there is one (and no
+    /// OAuth client), otherwise as [`post`](Self::post) builds it. A redirect on the direct path
+    /// is sent again through reqwest, whose policy decides whether to follow it.
+    pub(super) async fn send_message(
+        &self,
+        body: &Bytes,
+        req: Option<&OutRequest>,
+        with_session: bool,
+    ) -> Result<Reply, SendError> {
+        #[cfg(feature = "auth-client")]
+        let direct = self.direct.as_ref().filter(|_| self.auth.is_none());
+        #[cfg(not(feature = "auth-client"))]
+        let direct = self.direct.as_ref();
+        if let Some(direct) = direct {
+            let resp = direct.post(|| self.post_headers(req, with_session), body).await.map_err(SendError::Direct)?;
+            if !resp.status().is_redirection() {
+                return Ok(Reply::Direct(resp));
+            }
+        }
+        self.send(self.post(&self.url, body.clone(), req, with_session)).await
     }
 
     /// Hands a message to the reader (waits while the client is behind: backpressure).
@@ -247,6 +283,11 @@ impl Shared {
         req: Option<&OutRequest>,
         with_session: bool,
     ) -> reqwest::RequestBuilder {
+        self.http.post(url.clone()).headers(self.post_headers(req, with_session)).body(body)
+    }
+
+    /// The headers of a POST of one message.
+    fn post_headers(&self, req: Option<&OutRequest>, with_session: bool) -> HeaderMap {
         let stateless = req.and_then(|r| r.stateless.as_deref());
         let mut h = self.base_headers(with_session && stateless.is_none());
         h.insert(ACCEPT, HeaderValue::from_static(ACCEPT_BOTH));
@@ -254,7 +295,7 @@ impl Shared {
         if let (Some(version), Some(req)) = (stateless, req) {
             self.stateless_headers(&mut h, version, req);
         }
-        self.http.post(url.clone()).headers(h).body(body)
+        h
     }
 
     /// A GET of an SSE stream (the `GET` stream, or a resumption after `last_event_id`).
@@ -299,17 +340,17 @@ impl Shared {
 }
 
 /// True when the response body is an SSE stream.
-pub(super) fn is_event_stream(resp: &reqwest::Response) -> bool {
+pub(super) fn is_event_stream(resp: &Reply) -> bool {
     content_type(resp).is_some_and(|t| t.eq_ignore_ascii_case(EVENT_STREAM))
 }
 
 /// The media type of the response, without parameters.
-pub(super) fn content_type(resp: &reqwest::Response) -> Option<&str> {
+pub(super) fn content_type(resp: &Reply) -> Option<&str> {
     resp.headers().get(CONTENT_TYPE)?.to_str().ok()?.split(';').next().map(str::trim)
 }
 
 /// Reads a body of at most `limit` bytes (`Err` past it, or when reading fails).
-pub(super) async fn read_body(mut resp: reqwest::Response, limit: usize) -> Result<Bytes, String> {
+pub(super) async fn read_body(mut resp: Reply, limit: usize) -> Result<Bytes, String> {
     if resp.content_length().is_some_and(|n| n > limit as u64) {
         return Err(format!("the answer exceeds the {limit}-byte limit"));
     }
@@ -324,7 +365,8 @@ pub(super) async fn read_body(mut resp: reqwest::Response, limit: usize) -> Resu
 }
 
 /// Reads and discards a (small) body so the connection can be reused.
-pub(super) async fn drain(resp: reqwest::Response) {
+pub(super) async fn drain(resp: impl Into<Reply>) {
+    let resp = resp.into();
     let _ = read_body(resp, 64 * 1024).await;
 }
 
@@ -358,7 +400,13 @@ fn closed_before_answer(e: &reqwest::Error) -> bool {
     if e.is_timeout() || e.is_connect() || e.is_body() || e.is_decode() || e.is_status() {
         return false;
     }
-    let mut next: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    closed_early(e)
+}
+
+/// Whether a cause of `e` is hyper's "connection closed before message completed", or a reset
+/// or broken pipe while the request was written.
+pub(super) fn closed_early(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = e.source();
     while let Some(cause) = next {
         if let Some(h) = cause.downcast_ref::<hyper::Error>()
             && h.is_incomplete_message()

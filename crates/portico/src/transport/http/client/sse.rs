@@ -11,6 +11,8 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use sse_stream::{Sse, SseByteStream};
 
+use super::reply::Reply;
+
 type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
 
 /// The events of one SSE response.
@@ -40,10 +42,10 @@ pub(super) enum Event {
 
 impl Events {
     /// The events of `resp`; an event larger than `limit` bytes ends the stream with an error.
-    pub(super) fn new(resp: reqwest::Response, limit: usize) -> Self {
+    pub(super) fn new(resp: Reply, limit: usize) -> Self {
         let pending = Arc::new(AtomicUsize::new(0));
         let counter = pending.clone();
-        let bytes = resp.bytes_stream().map(move |chunk| {
+        let bytes = resp.into_chunks().map(move |chunk| {
             let chunk = chunk.map_err(io::Error::other)?;
             let seen = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit.saturating_add(64 * 1024) {
@@ -88,7 +90,7 @@ impl Events {
 pub(crate) async fn fuzz_events(chunks: Vec<Bytes>, limit: usize) -> Vec<crate::fuzzing::SseStep> {
     use crate::fuzzing::{SseEvent, SseStep};
     let stream = futures_util::stream::iter(chunks.into_iter().map(Ok::<Bytes, io::Error>));
-    let resp = reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream)));
+    let resp = Reply::from(reqwest::Response::from(http::Response::new(reqwest::Body::wrap_stream(stream))));
     let mut events = Events::new(resp, limit);
     let mut cursor = Cursor::default();
     let mut steps = Vec::new();

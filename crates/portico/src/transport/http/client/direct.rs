@@ -1,0 +1,122 @@
+//! The POSTs of a request's exchange to a plain `http://` endpoint, sent by hyper's pooled
+//! client without reqwest's layers.
+//!
+//! reqwest wraps each request in its redirect and retry layers: the redirect layer prints and
+//! parses the URL again on every request, whatever the policy, and a `reqwest::Response` parses
+//! one more URL when it is made from anything else. Through a gateway that is about a fifth of
+//! the instructions an upstream call costs. The requests that carry the client's own messages
+//! (the hot path) go out here instead when nothing reqwest adds applies to them:
+//!
+//! - the URL is `http://` (no TLS to configure);
+//! - the transport builds its own client (the user gave no `reqwest::Client` of their own);
+//! - no proxy is set in the environment (`HTTP_PROXY`, `ALL_PROXY`, either case), and the
+//!   system is not macOS or Windows, whose own proxy settings reqwest may read;
+//! - no OAuth client authorizes the requests.
+//!
+//! Otherwise, and for every `GET`, `DELETE` and legacy `POST`, reqwest sends them. A redirect
+//! answered here is sent again through reqwest, whose policy decides whether to follow it.
+//! Pooling, and sending again a request whose reused connection the server had closed before it
+//! was written, are hyper's ([`Client`]); a connection that closed after the request was
+//! written and before any answer is retried once here, as [`super::shared::execute`] does.
+
+use bytes::Bytes;
+use http::header::HeaderMap;
+use http::{Request, Response, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use reqwest::Url;
+
+use super::shared;
+
+/// The environment variables that give reqwest a proxy for `http://` URLs.
+const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/// A pooled HTTP/1.1 client for one endpoint.
+pub(super) struct Direct {
+    client: Client<HttpConnector, Full<Bytes>>,
+    uri: Uri,
+}
+
+/// Why a direct exchange did not happen.
+pub(super) type Error = hyper_util::client::legacy::Error;
+
+impl Direct {
+    /// A client for `url`, when nothing reqwest would add applies to it (see the module's
+    /// documentation); `None` otherwise.
+    pub(super) fn for_url(url: &Url) -> Option<Direct> {
+        // There reqwest may also read the system's proxy settings.
+        if cfg!(any(target_os = "macos", target_os = "windows")) {
+            return None;
+        }
+        let uri = eligible(url, |name| std::env::var_os(name))?;
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .build(connector);
+        Some(Direct { client, uri })
+    }
+
+    /// POSTs `body` with `headers`; once more when the connection closed before any answer
+    /// began.
+    pub(super) async fn post(
+        &self,
+        headers: impl Fn() -> HeaderMap,
+        body: &Bytes,
+    ) -> Result<Response<Incoming>, Error> {
+        match self.client.request(self.request(headers(), body)).await {
+            Err(e) if !e.is_connect() && shared::closed_early(&e) => {
+                tracing::debug!("the connection was closed before an answer began: sending once more ({e})");
+                self.client.request(self.request(headers(), body)).await
+            }
+            other => other,
+        }
+    }
+
+    fn request(&self, headers: HeaderMap, body: &Bytes) -> Request<Full<Bytes>> {
+        let mut req = Request::new(Full::new(body.clone()));
+        *req.method_mut() = http::Method::POST;
+        *req.uri_mut() = self.uri.clone();
+        *req.headers_mut() = headers;
+        req
+    }
+}
+
+/// The URI to send to when `url` may go out on the direct path, with `env` the process's
+/// environment.
+fn eligible(url: &Url, env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<Uri> {
+    let proxied = PROXY_VARS.iter().any(|v| env(v).is_some_and(|v| !v.is_empty()));
+    if url.scheme() != "http" || proxied {
+        return None;
+    }
+    url.as_str().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).expect("url")
+    }
+
+    #[test]
+    fn only_plain_http_without_a_proxy_goes_direct() {
+        let none = |_: &str| None;
+        let uri = eligible(&url("http://127.0.0.1:8080/mcp?x=1"), none).expect("plain http goes direct");
+        assert_eq!(uri.to_string(), "http://127.0.0.1:8080/mcp?x=1");
+        assert_eq!(eligible(&url("https://example.com/mcp"), none), None, "TLS stays with reqwest");
+        for var in PROXY_VARS {
+            let set = |name: &str| (name == var).then(|| "http://proxy:3128".into());
+            assert_eq!(eligible(&url("http://127.0.0.1/mcp"), set), None, "{var} set: reqwest's proxy applies");
+            let empty = |name: &str| (name == var).then(std::ffi::OsString::new);
+            assert!(eligible(&url("http://127.0.0.1/mcp"), empty).is_some(), "{var} empty: no proxy");
+        }
+        let other = |name: &str| (name == "HTTPS_PROXY").then(|| "http://proxy:3128".into());
+        assert!(eligible(&url("http://127.0.0.1/mcp"), other).is_some(), "an https proxy is not for http");
+    }
+}
