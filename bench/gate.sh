@@ -11,6 +11,7 @@
 #   bench/gate.sh --threshold 3    # another threshold, in percent
 #   bench/gate.sh --only list,echo-stateless
 #   bench/gate.sh --only gateway   # `portico serve`'s call path: policy → upstream → activity log
+#   bench/gate.sh --only gateway-http   # the same call path to an upstream over Streamable HTTP
 #
 # Needs valgrind and python3. Counts are of one machine's build (compiler, glibc, CPU features
 # picked at run time by memcpy and friends): update the baseline on the machine that checks it.
@@ -51,6 +52,7 @@ SCENARIOS = {
     "gateway": (4, 24, 64),
     "gateway-list": (4, 24, 1),
     "gateway-big": (4, 24, 1),
+    "gateway-http": (20, 120, 1),
 }
 if only:
     SCENARIOS = {k: v for k, v in SCENARIOS.items() if k in only.split(",")}

@@ -23,6 +23,9 @@
 //!
 //! - `gateway-big`: one `echo` of a 16 KiB text per round through the same gateway (the
 //!   result's bytes, relayed as the upstream wrote them, and the activity log's copy of them);
+//! - `gateway-http`: one `echo` per round through the same gateway, its upstream the same binary
+//!   as `bench-server http` on a free loopback port (the HTTP client's call path: one call at a
+//!   time, on one pooled connection);
 //! - `floor-handshake` / `floor-stateless`: the same 64 echo requests per round, from the same
 //!   client code, answered by [`portico_bench::floor::answer`] (the least a server can do, the
 //!   logic of `raw-echo`) with no transport and no runtime. Their difference is the least that
@@ -67,15 +70,27 @@ async fn pipelined_on(c: &mut Client, rounds: u64, stateless: bool) {
 /// with a client connected after `initialize`. Shut down with [`gateway_end`].
 async fn gateway_start()
 -> (portico_host::Host, std::sync::Arc<portico_host::oversight::Supervisor>, Client, tempfile::TempDir) {
+    let upstream = upstream_binary();
+    gateway_over(&format!("command = {upstream:?}\nargs = [\"stdio\"]\n")).await
+}
+
+/// The bench server's binary, named by `PORTICO_GATE_UPSTREAM`.
+fn upstream_binary() -> String {
+    std::env::var("PORTICO_GATE_UPSTREAM")
+        .expect("PORTICO_GATE_UPSTREAM: the path of the bench-server binary (bench/gate.sh sets it)")
+}
+
+/// [`gateway_start`] with `server` as the `[servers.bench]` table's way to reach the upstream.
+async fn gateway_over(
+    server: &str,
+) -> (portico_host::Host, std::sync::Arc<portico_host::oversight::Supervisor>, Client, tempfile::TempDir) {
     use std::time::Duration;
 
     use portico_host::config;
-    let upstream = std::env::var("PORTICO_GATE_UPSTREAM")
-        .expect("PORTICO_GATE_UPSTREAM: the path of the bench-server binary (bench/gate.sh sets it)");
     let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "[gateway]\nstate_dir = {:?}\nping_interval = 0\n\n[policy.defaults]\ntools = \"allow\"\n\n\
-         [servers.bench]\ncommand = {upstream:?}\nargs = [\"stdio\"]\nprefix = \"\"\n",
+         [servers.bench]\n{server}prefix = \"\"\n",
         dir.path().join("state").display().to_string()
     );
     let (raw, warnings) = config::parse_toml(&text).unwrap();
@@ -122,6 +137,36 @@ async fn gateway_big(rounds: u64) {
         assert_eq!(v["result"]["content"][0]["text"].as_str().map(str::len), Some(text.len()), "{v}");
     }
     gateway_end(host, supervisor).await;
+}
+
+/// One `echo` per round through the gateway to `bench-server http` on a free loopback port.
+async fn gateway_http(rounds: u64) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = tokio::process::Command::new(upstream_binary())
+        .args(["http", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Bounded: 10 s for the upstream to listen.
+    let mut listening = false;
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            listening = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(listening, "bench-server http did not listen on {port}");
+    let (host, supervisor, mut c, _dir) =
+        gateway_over(&format!("url = \"http://127.0.0.1:{port}/mcp\"\nshared = true\n")).await;
+    for id in 1..=rounds {
+        c.w.write_frame(&echo(id, false)).await.unwrap();
+        c.w.flush().await.unwrap();
+        check_echo(&c.read().await, Some(id));
+    }
+    gateway_end(host, supervisor).await;
+    child.kill().await.unwrap();
 }
 
 /// `tools/list` of the bench server's 1,002 tools through the gateway, one per round.
@@ -215,7 +260,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let (Some(scenario), Some(rounds)) = (args.first(), args.get(1).and_then(|r| r.parse::<u64>().ok())) else {
         eprintln!(
-            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list|gateway-big|floor-handshake|floor-stateless ROUNDS"
+            "usage: icount echo-handshake|echo-2025-06-18|echo-stateless|list|http-stateless|http-handshake|gateway|gateway-list|gateway-big|gateway-http|floor-handshake|floor-stateless ROUNDS"
         );
         std::process::exit(64);
     };
@@ -231,6 +276,7 @@ fn main() {
             "gateway" => gateway(rounds).await,
             "gateway-list" => gateway_list(rounds).await,
             "gateway-big" => gateway_big(rounds).await,
+            "gateway-http" => gateway_http(rounds).await,
             "floor-handshake" => floor(rounds, false),
             "floor-stateless" => floor(rounds, true),
             other => {

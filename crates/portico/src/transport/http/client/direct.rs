@@ -3,9 +3,10 @@
 //!
 //! reqwest wraps each request in its redirect and retry layers: the redirect layer prints and
 //! parses the URL again on every request, whatever the policy, and a `reqwest::Response` parses
-//! one more URL when it is made from anything else. Through a gateway that is about a fifth of
-//! the instructions an upstream call costs. The requests that carry the client's own messages
-//! (the hot path) go out here instead when nothing reqwest adds applies to them:
+//! one more URL when it is made from anything else. Through a gateway that was about a sixth of
+//! the instructions an upstream call costs. The POSTs that carry the client's messages to the
+//! endpoint (its requests, notifications and answers: the hot path) go out here instead when
+//! nothing reqwest adds applies to them:
 //!
 //! - the URL is `http://` (no TLS to configure);
 //! - the transport builds its own client (the user gave no `reqwest::Client` of their own);

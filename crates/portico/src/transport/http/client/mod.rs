@@ -205,7 +205,7 @@ impl HttpClientTransport {
     /// [same-origin `307`/`308` redirects](redirect_policy), and leaves retries to the
     /// transport (a reused connection that closes before answering).
     ///
-    /// Without a client of your own, the POSTs that carry requests to a plain `http://` URL
+    /// Without a client of your own, the POSTs of the client's messages to a plain `http://` URL
     /// go out through hyper's pooled client instead of reqwest's layers, unless a proxy is
     /// set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an OAuth client authorizes them, or
     /// the system is macOS or Windows; a redirect is then sent again through reqwest. With

@@ -355,8 +355,7 @@ async fn refetch_tools(shared: &Shared, frame: &[u8]) -> bool {
             name: None,
             arguments: None,
         };
-        let Ok(resp) = shared.send(shared.post(&shared.url, Bytes::from(body.to_string()), Some(&req), false)).await
-        else {
+        let Ok(resp) = shared.send_message(&Bytes::from(body.to_string()), Some(&req), false).await else {
             return false;
         };
         let mut answer = Answer::captured(id, methods::TOOLS_LIST);

@@ -51,7 +51,7 @@ pub(super) async fn post_in_order(shared: Arc<Shared>, mut rx: mpsc::Receiver<Or
 /// Posts one message that expects no answer.
 async fn post_one(shared: &Arc<Shared>, frame: Bytes, what: &Outgoing) {
     let sid = shared.session_id();
-    let resp = match shared.send(shared.post(&shared.url, frame, None, true)).await {
+    let resp = match shared.send_message(&frame, None, true).await {
         Ok(r) => r,
         Err(e) => return warn!(error = %e, "posting a message failed"),
     };
@@ -198,10 +198,7 @@ pub(super) async fn renew(shared: &Arc<Shared>, expired: &str) -> Result<(), Str
     if let Some(old) = lock(&shared.get_stream).take() {
         old.cancel();
     }
-    let resp = shared
-        .send(shared.post(&shared.url, init, None, false))
-        .await
-        .map_err(|e| format!("initialize failed: {e}"))?;
+    let resp = shared.send_message(&init, None, false).await.map_err(|e| format!("initialize failed: {e}"))?;
     if !resp.status().is_success() {
         let status = resp.status();
         drain(resp).await;
@@ -215,10 +212,7 @@ pub(super) async fn renew(shared: &Arc<Shared>, expired: &str) -> Result<(), Str
         return Err("initialize was answered with an error".into());
     }
     let note = Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    let resp = shared
-        .send(shared.post(&shared.url, note, None, true))
-        .await
-        .map_err(|e| format!("initialized failed: {e}"))?;
+    let resp = shared.send_message(&note, None, true).await.map_err(|e| format!("initialized failed: {e}"))?;
     let status = resp.status();
     drain(resp).await;
     if !status.is_success() {

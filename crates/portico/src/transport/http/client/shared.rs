@@ -185,7 +185,7 @@ impl Shared {
         execute(&self.http, request).await.map(Reply::from)
     }
 
-    /// Sends a request's message to the endpoint: on the direct path when there is one (and no
+    /// Sends a message to the endpoint: on the direct path when there is one (and no
     /// OAuth client), otherwise as [`post`](Self::post) builds it. A redirect on the direct path
     /// is sent again through reqwest, whose policy decides whether to follow it.
     pub(super) async fn send_message(
