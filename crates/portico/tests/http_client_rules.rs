@@ -307,3 +307,59 @@ async fn answer_bodies_of_every_shape_reach_the_caller_or_say_why() {
         assert!(e.contains(says), "{name}: {e}");
     }
 }
+
+/// The size of the text `sized_answers` puts in a `tools/call` result, past the client's limit.
+const BIG: usize = 64 * 1024;
+
+/// Answers `tools/call` by the tool's name: `declared`, a body past the limit with its
+/// `Content-Length`; `chunked`, the same body in chunks without one; `sse`, the same answer as one
+/// SSE event with an id; `small`, a short answer.
+async fn sized_answers(req: Request) -> Response {
+    let msg = body(req).await;
+    let id = msg["id"].clone();
+    match msg["method"].as_str() {
+        Some("initialize") => initialize_result(&id),
+        Some("tools/call") => {
+            let name = msg["params"]["name"].as_str().unwrap_or_default().to_owned();
+            let text = if name == "small" { "ok".to_owned() } else { "x".repeat(BIG) };
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}});
+            let answer = answer.to_string();
+            match name.as_str() {
+                "chunked" => {
+                    let parts: Vec<Result<bytes::Bytes, std::io::Error>> =
+                        answer.as_bytes().chunks(4096).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
+                    Response::builder()
+                        .header("content-type", "application/json")
+                        .header("mcp-session-id", "s-1")
+                        .body(Body::from_stream(futures_util::stream::iter(parts)))
+                        .unwrap_or_else(|_| http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
+                }
+                // With an event id: a broken stream would be resumed, but not one past the limit.
+                "sse" => sse(format!("id: e-1\ndata: {answer}\n\n")),
+                _ => ([("content-type", "application/json"), ("mcp-session-id", "s-1")], answer).into_response(),
+            }
+        }
+        _ => http::StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+#[tokio::test]
+async fn an_answer_past_the_size_limit_fails_its_call_however_it_comes_and_the_next_call_works() {
+    let url = serve(axum::Router::new().fallback(sized_answers)).await;
+    let transport = HttpClientTransport::new(&url).max_message_size(16 * 1024);
+    let connecting = Client::builder(Implementation::new("rules", "1"))
+        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .request_timeout(Duration::from_secs(10))
+        .connect(transport);
+    let client = tokio::time::timeout(Duration::from_secs(10), connecting).await.expect("in time").expect("connected");
+    for (name, says) in [("declared", "16384-byte limit"), ("chunked", "16384-byte limit"), ("sse", "16384 bytes")] {
+        let e = tokio::time::timeout(Duration::from_secs(10), client.call_tool(name, json!({})))
+            .await
+            .unwrap_or_else(|_| panic!("{name}: in time"))
+            .expect_err(name)
+            .to_string();
+        assert!(e.contains(says), "{name}: {e}");
+        let r = client.call_tool("small", json!({})).await.unwrap_or_else(|e| panic!("after {name}: {e}"));
+        assert_eq!(serde_json::to_value(&r.content).expect("json")[0]["text"], "ok", "after {name}");
+    }
+}

@@ -290,7 +290,9 @@ async fn read_stream(shared: &Shared, resp: Reply, answer: &mut Answer) {
             attempts = 0;
         }
         let why = broke.unwrap_or_else(|| "the event stream ended".into());
-        let Some(last_id) = cursor.last_id.clone().filter(|_| !answer.stateless) else {
+        // Past the size limit, the same answer would come again: no resumption.
+        let resumable = !answer.stateless && !events.overflowed();
+        let Some(last_id) = cursor.last_id.clone().filter(|_| resumable) else {
             let msg = format!("{} failed: {why} before the response", answer.method);
             return answer.fail_with(shared, ErrorCode::INTERNAL_ERROR, msg).await;
         };

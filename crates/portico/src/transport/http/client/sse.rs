@@ -4,7 +4,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,6 +20,10 @@ pub(super) struct Events {
     inner: EventStream,
     /// Bytes received since the last event: bounds an event that never ends.
     pending: Arc<AtomicUsize>,
+    /// The largest event's data accepted.
+    limit: usize,
+    /// Set when an event went past `limit`: the stream ends, and resuming it would not help.
+    overflowed: Arc<AtomicBool>,
 }
 
 /// Where a stream got to: what resumption needs.
@@ -45,15 +49,23 @@ impl Events {
     pub(super) fn new(resp: Reply, limit: usize) -> Self {
         let pending = Arc::new(AtomicUsize::new(0));
         let counter = pending.clone();
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let over = overflowed.clone();
         let bytes = resp.into_chunks().map(move |chunk| {
             let chunk = chunk.map_err(io::Error::other)?;
             let seen = counter.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
             if seen > limit.saturating_add(64 * 1024) {
+                over.store(true, Ordering::Relaxed);
                 return Err(io::Error::new(io::ErrorKind::InvalidData, format!("an SSE event exceeds {limit} bytes")));
             }
             Ok::<Bytes, io::Error>(chunk)
         });
-        Events { inner: Box::pin(SseByteStream::new(bytes)), pending }
+        Events { inner: Box::pin(SseByteStream::new(bytes)), pending, limit, overflowed }
+    }
+
+    /// Whether the stream ended because an event went past the limit.
+    pub(super) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
     }
 
     /// The next event, updating `cursor`; `None` at the end of the stream, `Err` when it broke.
@@ -77,6 +89,12 @@ impl Events {
             Some(d) if !d.trim().is_empty() => d,
             _ => return Some(Ok(Event::Empty)),
         };
+        // The stream's own bound leaves room for the next event's start in the same chunk; the
+        // event itself is held to the limit.
+        if data.len() > self.limit {
+            self.overflowed.store(true, Ordering::Relaxed);
+            return Some(Err(format!("an SSE event exceeds {} bytes", self.limit)));
+        }
         Some(Ok(match sse.event.as_deref() {
             None | Some("") | Some("message") => Event::Message(Bytes::from(data)),
             Some(other) => Event::Other { event: other.to_owned(), data },
