@@ -8,7 +8,8 @@
 //! endpoint (its requests, notifications and answers: the hot path) go out here instead when
 //! nothing reqwest adds applies to them:
 //!
-//! - the URL is `http://` (no TLS to configure);
+//! - the URL is `http://` (no TLS to configure) without a user or password (which reqwest sends
+//!   as basic authorization);
 //! - the transport builds its own client (the user gave no `reqwest::Client` of their own);
 //! - no proxy is set in the environment (`HTTP_PROXY`, `ALL_PROXY`, either case), and the
 //!   system is not macOS or Windows, whose own proxy settings reqwest may read;
@@ -91,7 +92,9 @@ impl Direct {
 /// environment.
 fn eligible(url: &Url, env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<Uri> {
     let proxied = PROXY_VARS.iter().any(|v| env(v).is_some_and(|v| !v.is_empty()));
-    if url.scheme() != "http" || proxied {
+    // reqwest sends a URL's user and password as basic authorization.
+    let credentials = !url.username().is_empty() || url.password().is_some();
+    if url.scheme() != "http" || proxied || credentials {
         return None;
     }
     url.as_str().parse().ok()
@@ -111,6 +114,9 @@ mod tests {
         let uri = eligible(&url("http://127.0.0.1:8080/mcp?x=1"), none).expect("plain http goes direct");
         assert_eq!(uri.to_string(), "http://127.0.0.1:8080/mcp?x=1");
         assert_eq!(eligible(&url("https://example.com/mcp"), none), None, "TLS stays with reqwest");
+        assert_eq!(eligible(&url("http://me:secret@127.0.0.1/mcp"), none), None, "basic auth stays with reqwest");
+        assert_eq!(eligible(&url("http://me@127.0.0.1/mcp"), none), None, "a user name too");
+        assert!(eligible(&url("http://[::1]:8080/mcp"), none).is_some(), "IPv6 loopback");
         for var in PROXY_VARS {
             let set = |name: &str| (name == var).then(|| "http://proxy:3128".into());
             assert_eq!(eligible(&url("http://127.0.0.1/mcp"), set), None, "{var} set: reqwest's proxy applies");

@@ -206,8 +206,8 @@ impl HttpClientTransport {
     /// transport (a reused connection that closes before answering).
     ///
     /// Without a client of your own, the POSTs of the client's messages to a plain `http://` URL
-    /// go out through hyper's pooled client instead of reqwest's layers, unless a proxy is
-    /// set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an OAuth client authorizes them, or
+    /// go out through hyper's pooled client instead of reqwest's layers, unless the URL has a
+    /// user or password, a proxy is set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an OAuth client authorizes them, or
     /// the system is macOS or Windows; a redirect is then sent again through reqwest. With
     /// this method, every request goes through `client`.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
