@@ -36,6 +36,9 @@ use super::shared;
 /// The environment variables that give reqwest a proxy for `http://` URLs.
 const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
 
+/// TCP keepalive's idle time and probe interval, as reqwest sets them.
+const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// A pooled HTTP/1.1 client for one endpoint.
 pub(super) struct Direct {
     client: Client<HttpConnector, Full<Bytes>>,
@@ -56,6 +59,11 @@ impl Direct {
         let uri = eligible(url, |name| std::env::var_os(name))?;
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
+        // reqwest's TCP keepalive, so a pooled connection to a host that vanished is found out
+        // the same way on both paths.
+        connector.set_keepalive(Some(KEEPALIVE));
+        connector.set_keepalive_interval(Some(KEEPALIVE));
+        connector.set_keepalive_retries(Some(3));
         let client = Client::builder(TokioExecutor::new())
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
