@@ -1,4 +1,4 @@
-//! The POSTs of a request's exchange to a plain `http://` endpoint, sent by hyper's pooled
+//! The POSTs of the client's messages to a plain `http://` endpoint, sent by hyper's pooled
 //! client without reqwest's layers.
 //!
 //! reqwest wraps each request in its redirect and retry layers: the redirect layer prints and

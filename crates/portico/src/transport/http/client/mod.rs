@@ -205,11 +205,11 @@ impl HttpClientTransport {
     /// [same-origin `307`/`308` redirects](redirect_policy), and leaves retries to the
     /// transport (a reused connection that closes before answering).
     ///
-    /// Without a client of your own, the POSTs of the client's messages to a plain `http://` URL
-    /// go out through hyper's pooled client instead of reqwest's layers, unless the URL has a
-    /// user or password, a proxy is set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an OAuth client authorizes them, or
-    /// the system is macOS or Windows; a redirect is then sent again through reqwest. With
-    /// this method, every request goes through `client`.
+    /// Without a client of your own, the POSTs of the client's messages to a plain `http://`
+    /// URL go out through hyper's pooled client instead of reqwest's layers, unless the URL has
+    /// a user or password, a proxy is set in the environment (`HTTP_PROXY`, `ALL_PROXY`), an
+    /// OAuth client authorizes them, or the system is macOS or Windows; a redirect is then sent
+    /// again through reqwest. With this method, every request goes through `client`.
     pub fn http_client(mut self, client: reqwest::Client) -> Self {
         self.http = Some(client);
         self
@@ -230,7 +230,7 @@ impl HttpClientTransport {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!("the MCP endpoint URL must be http or https, not {:?}", url.scheme()));
         }
-        // The exchanges' POSTs skip reqwest when the transport builds its own client.
+        // The endpoint's POSTs skip reqwest when the transport builds its own client.
         let direct = if self.http.is_none() { direct::Direct::for_url(&url) } else { None };
         let http = match self.http {
             Some(h) => h,

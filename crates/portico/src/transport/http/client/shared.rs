@@ -72,7 +72,7 @@ struct InFlight {
 
 pub(super) struct Shared {
     pub http: reqwest::Client,
-    /// The exchanges' POSTs without reqwest, when nothing it adds applies ([`direct`]).
+    /// The endpoint's POSTs without reqwest, when nothing it adds applies ([`direct`]).
     pub direct: Option<Direct>,
     pub url: Url,
     headers: HeaderMap,
