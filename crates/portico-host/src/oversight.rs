@@ -183,7 +183,8 @@ impl Supervisor {
         let mut verdict = match decision.action {
             Action::Allow => Verdict::allow(),
             Action::Deny => Verdict::deny(decision.refusal()),
-            Action::Ask => self.ask(call, &rules, &decision.reason, &mut record).await,
+            // Boxed: asking is rare, and its state would make every call's future large.
+            Action::Ask => Box::pin(self.ask(call, &rules, &decision.reason, &mut record)).await,
             #[allow(unreachable_patterns)]
             _ => Verdict::deny("an unknown decision"),
         };
@@ -426,8 +427,9 @@ impl Oversight for Supervisor {
     }
 
     fn after<'a>(&'a self, call: &'a Call<'a>, verdict: &'a Verdict, outcome: &'a Outcome<'a>) -> BoxFuture<'a, ()> {
+        // With no log there is nothing to wait for, and nothing to allocate.
+        let Some(log) = &self.audit else { return Box::pin(std::future::ready(())) };
         Box::pin(async move {
-            let Some(log) = &self.audit else { return };
             let entry = entry(call, verdict, outcome);
             let appended =
                 if call.others_in_flight == 0 { log.append_alone(entry).await } else { log.append(entry).await };

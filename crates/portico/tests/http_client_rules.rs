@@ -363,3 +363,42 @@ async fn an_answer_past_the_size_limit_fails_its_call_however_it_comes_and_the_n
         assert_eq!(serde_json::to_value(&r.content).expect("json")[0]["text"], "ok", "after {name}");
     }
 }
+
+/// Answers like `shaped_answers`' `object`, and keeps the `Host` of every POST.
+async fn host_keeping(State(hosts): State<Arc<Mutex<Vec<String>>>>, req: Request) -> Response {
+    let host = req.headers().get("host").and_then(|v| v.to_str().ok()).unwrap_or("(none)").to_owned();
+    if req.method() == http::Method::POST {
+        hosts.lock().expect("lock").push(host);
+    }
+    let msg = body(req).await;
+    let id = msg["id"].clone();
+    match msg["method"].as_str() {
+        Some("initialize") => initialize_result(&id),
+        Some("tools/call") => json_response(json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}})),
+        _ => http::StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+#[tokio::test]
+async fn every_post_names_its_host_and_a_host_header_of_the_users_own_is_kept() {
+    let hosts = Arc::new(Mutex::new(Vec::new()));
+    let url = serve(axum::Router::new().fallback(host_keeping).with_state(hosts.clone())).await;
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let client = connect(&url).await;
+    client.call_tool("t", json!({})).await.expect("call");
+    client.close().await;
+    let seen = std::mem::take(&mut *hosts.lock().expect("lock"));
+    assert!(seen.len() >= 3, "initialize, initialized and the call: {seen:?}");
+    assert!(seen.iter().all(|h| *h == authority), "each POST names {authority}: {seen:?}");
+
+    let transport = HttpClientTransport::new(&url).header("host", "gateway.example");
+    let client = Client::builder(Implementation::new("rules", "1"))
+        .era(EraMode::Handshake(ProtocolVersion::V2025_11_25))
+        .connect(transport)
+        .await
+        .expect("connected");
+    client.call_tool("t", json!({})).await.expect("call");
+    client.close().await;
+    let seen = std::mem::take(&mut *hosts.lock().expect("lock"));
+    assert!(!seen.is_empty() && seen.iter().all(|h| h == "gateway.example"), "the user's Host is kept: {seen:?}");
+}

@@ -61,11 +61,10 @@ impl Host {
         // The large steps are boxed: their futures (policy and approval, the upstream call, the
         // activity log) would otherwise be laid out inside this one, which the gateway's
         // handler moves (copies) whole at each poll boundary it crosses.
-        let verdict =
-            unended.decided(match tracked.unless_cancelled(Box::pin(self.inner.oversight.before(&call))).await {
-                Some(verdict) => verdict,
-                None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
-            });
+        let verdict = unended.decided(match tracked.unless_cancelled(self.inner.oversight.before(&call)).await {
+            Some(verdict) => verdict,
+            None => Verdict::deny(format!("the call was cancelled by a person (server `{}`)", origin.server)),
+        });
         if let Some(reason) = &verdict.refusal {
             unended.ended();
             self.after(&call, verdict, &Outcome::Refused(reason)).await;

@@ -22,7 +22,7 @@
 //! written and before any answer is retried once here, as [`super::shared::execute`] does.
 
 use bytes::Bytes;
-use http::header::HeaderMap;
+use http::header::{HOST, HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -43,6 +43,8 @@ const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 pub(super) struct Direct {
     client: Client<HttpConnector, Full<Bytes>>,
     uri: Uri,
+    /// `Host`, made once: hyper would format it for every request.
+    host: HeaderValue,
 }
 
 /// Why a direct exchange did not happen.
@@ -57,6 +59,7 @@ impl Direct {
             return None;
         }
         let uri = eligible(url, |name| std::env::var_os(name))?;
+        let host = host_header(&uri)?;
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         // reqwest's TCP keepalive, so a pooled connection to a host that vanished is found out
@@ -68,7 +71,7 @@ impl Direct {
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .build(connector);
-        Some(Direct { client, uri })
+        Some(Direct { client, uri, host })
     }
 
     /// POSTs `body` with `headers`; once more when the connection closed before any answer
@@ -92,6 +95,8 @@ impl Direct {
         *req.method_mut() = http::Method::POST;
         *req.uri_mut() = self.uri.clone();
         *req.headers_mut() = headers;
+        // A `Host` of the user's own (a `header` of the builder) stays, as hyper would keep it.
+        req.headers_mut().entry(HOST).or_insert_with(|| self.host.clone());
         req
     }
 }
@@ -106,6 +111,16 @@ fn eligible(url: &Url, env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Opti
         return None;
     }
     url.as_str().parse().ok()
+}
+
+/// `Host` as hyper writes it: the host, and the port unless it is the scheme's default.
+fn host_header(uri: &Uri) -> Option<HeaderValue> {
+    let host = uri.host()?;
+    let value = match uri.port_u16().filter(|p| *p != 80) {
+        Some(port) => HeaderValue::from_str(&format!("{host}:{port}")),
+        None => HeaderValue::from_str(host),
+    };
+    value.ok()
 }
 
 #[cfg(test)]
@@ -133,5 +148,17 @@ mod tests {
         }
         let other = |name: &str| (name == "HTTPS_PROXY").then(|| "http://proxy:3128".into());
         assert!(eligible(&url("http://127.0.0.1/mcp"), other).is_some(), "an https proxy is not for http");
+    }
+
+    #[test]
+    fn the_host_header_is_what_hyper_would_write() {
+        let host = |s: &str| {
+            let uri = eligible(&url(s), |_: &str| None).expect("direct");
+            host_header(&uri).map(|v| v.to_str().expect("ascii").to_owned())
+        };
+        assert_eq!(host("http://127.0.0.1:8080/mcp").as_deref(), Some("127.0.0.1:8080"));
+        assert_eq!(host("http://example.com/mcp").as_deref(), Some("example.com"));
+        assert_eq!(host("http://example.com:80/mcp").as_deref(), Some("example.com"), "the default port is left out");
+        assert_eq!(host("http://[::1]:8080/mcp").as_deref(), Some("[::1]:8080"));
     }
 }

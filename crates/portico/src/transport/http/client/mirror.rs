@@ -5,6 +5,7 @@
 //! whose annotations break the spec's rules is dropped from that result before the client
 //! sees it, as the spec requires of HTTP clients.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use base64::Engine as _;
@@ -172,7 +173,7 @@ pub(super) fn param_value(arguments: &Map<String, Value>, path: &[String]) -> Op
         v = v.get(p)?;
     }
     match v {
-        Value::String(s) => Some(encode_value(s)),
+        Value::String(s) => Some(encode_value(s).into_owned()),
         Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) => Some(n.to_string()),
         _ => None,
@@ -180,8 +181,9 @@ pub(super) fn param_value(arguments: &Map<String, Value>, path: &[String]) -> Op
 }
 
 /// A header value as sent: as is when safe, else `=?base64?{base64 of UTF-8}?=`.
-pub(super) fn encode_value(s: &str) -> String {
-    if is_safe(s) { s.to_owned() } else { format!("{SENTINEL}{}?=", STANDARD.encode(s.as_bytes())) }
+/// Borrowed when sent as is (a method's name always is).
+pub(super) fn encode_value(s: &str) -> Cow<'_, str> {
+    if is_safe(s) { Cow::Borrowed(s) } else { Cow::Owned(format!("{SENTINEL}{}?=", STANDARD.encode(s.as_bytes()))) }
 }
 
 /// Visible ASCII with inner spaces, not looking like an encoded value. A tab is a control
