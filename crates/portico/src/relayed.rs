@@ -68,6 +68,11 @@ impl RelayedToolResult {
     /// `raw` is not a tool result.
     pub fn from_raw(raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
         let result: CallToolResult = serde_json::from_str(raw.get())?;
+        Self::from_decoded(result, raw)
+    }
+
+    /// [`from_raw`](Self::from_raw) of a result already decoded from `raw`.
+    pub(crate) fn from_decoded(result: CallToolResult, raw: Box<RawValue>) -> Result<Self, serde_json::Error> {
         // In JSON a line break can only be whitespace between tokens: inside a string it is escaped.
         let one_line = !raw.get().contains('\n') && !raw.get().contains('\r');
         let envelope = result.result_type.is_some() || result.meta.is_some() || names_envelope(raw.get())?;

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use portico_schema::{
-    CallToolRequestParams, CompleteRequestParams, DiscoverRequestParams, DiscoverResult, ErrorCode,
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, DiscoverRequestParams, DiscoverResult, ErrorCode,
     GetPromptRequestParams, InitializeRequestParams, InitializeResult, InputRequest, InputRequiredResult,
     InputResponse, InputResponses, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, RequestId,
     RequestMeta, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionsListenRequestParams, methods,
@@ -186,14 +186,40 @@ impl Inner {
     pub(super) async fn send_rounds<P: Retryable + Serialize>(
         &self,
         method: &str,
-        mut params: P,
+        params: P,
         call: &CallOptions,
     ) -> Result<Final, Error> {
+        let read = |raw: Box<RawValue>| {
+            let peek: Peek = decode(method, &raw)?;
+            Ok(match peek.result_type {
+                None | Some(ResultType::Complete) => Ok(raw),
+                Some(_) => Err(raw),
+            })
+        };
+        self.send_rounds_read(method, params, call, read).await
+    }
+
+    /// [`send_rounds`](Self::send_rounds) with each answer read once by `read`: into `Ok(T)`,
+    /// a complete result, or handed back (`Err`) when its `resultType` says it is not one.
+    /// A result type that carries `resultType` itself (a tool result) is then decoded once,
+    /// not peeked at first.
+    pub(super) async fn send_rounds_read<P, T>(
+        &self,
+        method: &str,
+        mut params: P,
+        call: &CallOptions,
+        read: impl Fn(Box<RawValue>) -> Result<Result<T, Box<RawValue>>, Error>,
+    ) -> Result<Final<T>, Error>
+    where
+        P: Retryable + Serialize,
+    {
         for _ in 0..=self.max_input_rounds {
-            let raw = self.send_raw(method, &mut params, call).await?;
+            let raw = match read(self.send_raw(method, &mut params, call).await?)? {
+                Ok(complete) => return Ok(Final::Complete(complete)),
+                Err(raw) => raw,
+            };
             let peek: Peek = decode(method, &raw)?;
             match peek.result_type {
-                None | Some(ResultType::Complete) => return Ok(Final::Complete(raw)),
                 Some(ResultType::Task) if self.version.is_stateless() => return Ok(Final::Task(raw)),
                 Some(ResultType::InputRequired) if self.version.is_stateless() => {
                     let ir: InputRequiredResult = decode(method, &raw)?;
@@ -202,6 +228,8 @@ impl Inner {
                     params.set_input(if responses.is_empty() { None } else { Some(responses) }, ir.request_state);
                 }
                 Some(other) => return Err(Error::misbehaved(format!("unexpected resultType {other:?} for {method}"))),
+                // `read` keeps every result without a `resultType`.
+                None => return Err(Error::misbehaved(format!("malformed result of {method}"))),
             }
         }
         Err(Error::misbehaved(format!("{method} still needed input after {} rounds", self.max_input_rounds)))
@@ -345,10 +373,10 @@ impl Inner {
     }
 }
 
-/// What a request that may need input finally answered, undecoded.
-pub(super) enum Final {
+/// What a request that may need input finally answered: undecoded unless read as `T`.
+pub(super) enum Final<T = Box<RawValue>> {
     /// Its result.
-    Complete(Box<RawValue>),
+    Complete(T),
     /// A `CreateTaskResult` (the tasks extension).
     Task(Box<RawValue>),
 }
@@ -361,6 +389,25 @@ pub(super) enum Refused {
     Fatal(Error),
 }
 
+/// Reads a `tools/call` answer in one pass: a complete tool result, made into `T` by `keep`
+/// (with the JSON it was read from), or handed back (`Err`) when its `resultType` says it is
+/// another kind of answer (a task, input required).
+pub(super) fn read_tool_result<T>(
+    raw: Box<RawValue>,
+    keep: impl FnOnce(CallToolResult, Box<RawValue>) -> Result<T, serde_json::Error>,
+) -> Result<Result<T, Box<RawValue>>, Error> {
+    let malformed = |e| Error::misbehaved(format!("malformed result of {}", methods::TOOLS_CALL)).with_source(e);
+    match serde_json::from_str::<CallToolResult>(raw.get()) {
+        Ok(r) if matches!(r.result_type, None | Some(ResultType::Complete)) => keep(r, raw).map(Ok).map_err(malformed),
+        Ok(_) => Ok(Err(raw)),
+        // Not a tool result, though it may be an answer of another kind.
+        Err(e) => match decode::<Peek>(methods::TOOLS_CALL, &raw)?.result_type {
+            None | Some(ResultType::Complete) => Err(malformed(e)),
+            Some(_) => Ok(Err(raw)),
+        },
+    }
+}
+
 pub(super) fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Result<R, Error> {
     serde_json::from_str(raw.get())
         .map_err(|e| Error::misbehaved(format!("malformed result of {method}")).with_source(e))
@@ -369,5 +416,42 @@ pub(super) fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
 impl<T: HasMeta> HasMeta for &mut T {
     fn meta_mut(&mut self) -> &mut Option<RequestMeta> {
         (**self).meta_mut()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: &str) -> Result<Result<CallToolResult, Box<RawValue>>, Error> {
+        let raw = RawValue::from_string(json.to_owned()).expect("json");
+        read_tool_result(raw, |result, _| Ok(result))
+    }
+
+    #[test]
+    fn a_tool_answer_is_read_once_into_its_result_or_handed_back_by_its_result_type() {
+        let text = |r: CallToolResult| serde_json::to_value(&r.content).expect("json")[0]["text"].clone();
+        for complete in [
+            r#"{"content":[{"type":"text","text":"hi"}]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":"hi"}]}"#,
+        ] {
+            let r = read(complete).expect(complete).expect("complete");
+            assert_eq!(text(r), "hi", "{complete}");
+        }
+        for other in [
+            r#"{"resultType":"input_required","inputRequests":{"a":{"method":"roots/list"}}}"#,
+            r#"{"resultType":"task","task":{"taskId":"t1","status":"working"}}"#,
+            r#"{"resultType":"task","content":[]}"#,
+        ] {
+            let back = read(other).expect(other).expect_err("handed back");
+            assert_eq!(back.get(), other, "the same JSON");
+        }
+        for bad in [r#"{"content":"not a list"}"#, r#"{"resultType":"later","content":[]}"#, "[1]"] {
+            let e = read(bad).expect_err(bad).to_string();
+            assert!(e.contains("malformed result of tools/call"), "{bad}: {e}");
+        }
+        let raw = RawValue::from_string(r#"{"content":[]}"#.to_owned()).expect("json");
+        let kept = read_tool_result(raw, crate::RelayedToolResult::from_decoded).expect("read").expect("complete");
+        assert_eq!(kept.json().map(RawValue::get), Some(r#"{"content":[]}"#), "the relay keeps the JSON it read");
     }
 }

@@ -53,7 +53,7 @@ use crate::error::{Error, ErrorKind};
 use crate::rpc::{self, Peer, RequestOptions, RpcConfig};
 use crate::sync::lock;
 use crate::transport::Transport;
-use connection::{Final, HasMeta, Peek, Refused, decode};
+use connection::{Final, HasMeta, Peek, Refused, decode, read_tool_result};
 use endpoint::ClientEndpoint;
 
 /// Which era to speak.
@@ -459,8 +459,9 @@ impl Client {
         options: CallOptions,
     ) -> Result<CallToolResult, Error> {
         let p = tool_params(name, arguments)?;
-        match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
-            Final::Complete(raw) => decode(methods::TOOLS_CALL, &raw),
+        let read = |raw| read_tool_result(raw, |result, _| Ok(result));
+        match self.inner.send_rounds_read(methods::TOOLS_CALL, p, &options, read).await? {
+            Final::Complete(result) => Ok(result),
             // Boxed: following a task is rare, and its future would otherwise sit inside
             // every call's.
             Final::Task(created) => Box::pin(tasks::follow(&self.inner, &created, &options)).await,
@@ -480,9 +481,9 @@ impl Client {
         options: CallOptions,
     ) -> Result<crate::RelayedToolResult, Error> {
         let p = tool_params(name, arguments)?;
-        match self.inner.send_rounds(methods::TOOLS_CALL, p, &options).await? {
-            Final::Complete(raw) => crate::RelayedToolResult::from_raw(raw)
-                .map_err(|e| Error::misbehaved(format!("malformed result of {}", methods::TOOLS_CALL)).with_source(e)),
+        let read = |raw| read_tool_result(raw, crate::RelayedToolResult::from_decoded);
+        match self.inner.send_rounds_read(methods::TOOLS_CALL, p, &options, read).await? {
+            Final::Complete(relayed) => Ok(relayed),
             Final::Task(created) => Box::pin(tasks::follow(&self.inner, &created, &options)).await.map(Into::into),
         }
     }
