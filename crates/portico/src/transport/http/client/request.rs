@@ -21,14 +21,16 @@ pub(super) fn spawn(shared: Arc<Shared>, frame: Bytes, req: OutRequest) {
         *lock(&shared.init) = Some((req.id.clone(), frame.clone()));
     }
     let abort = shared.track(&req.id, req.stateless.is_some());
-    tokio::spawn(async move {
+    // Boxed before it is spawned: the exchange's future is large, and the task's cell and the
+    // runtime's hand-offs would each copy it whole.
+    tokio::spawn(Box::pin(async move {
         tokio::select! {
             biased;
             _ = abort.cancelled() => debug!(id = %req.id, "request cancelled; its HTTP exchange is dropped"),
             _ = exchange(&shared, &frame, &req) => {}
         }
         shared.untrack(&req.id);
-    });
+    }));
 }
 
 /// What is expected on an answer: which request it answers, and what to learn from it.
