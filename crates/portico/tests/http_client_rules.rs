@@ -1,7 +1,8 @@
 //! HTTP client transport rules, against raw servers that time and order what they receive:
 //! the SSE `retry` field sets the delay before a broken response stream is resumed, and
 //! nothing follows `notifications/initialized` until the server has taken it and answered
-//! the GET stream; an answer's body of any shape reaches the caller or says what is wrong.
+//! the GET stream; an answer's body of any shape reaches the caller or says what is wrong;
+//! every POST names its host, or keeps a `Host` the user set.
 #![cfg(all(feature = "http-client", feature = "http-server"))]
 
 use std::sync::{Arc, Mutex};
