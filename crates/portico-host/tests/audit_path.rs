@@ -113,20 +113,34 @@ async fn a_record_names_the_transport_the_call_came_over() {
     served.abort();
 }
 
-/// A call its client cancels (`notifications/cancelled`; the SDK drops the gateway's handler)
-/// is still recorded, as cancelled, with its decision.
+/// A call its client cancels is still recorded, as cancelled, with its decision: in process and
+/// over HTTP, in both eras. The SDK drops the gateway's handler on `notifications/cancelled`, and
+/// on the end of a stateless call's response stream (over HTTP, the client closes it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_its_client_cancels_is_recorded_as_cancelled() {
     use portico::client::{CallOptions, Client, EraMode};
     use portico::schema::{Implementation, ProtocolVersion};
+    use portico::transport::http::client::HttpClientTransport;
     use tokio_util::sync::CancellationToken;
 
     let dir = tempfile::tempdir().expect("tmp");
     let (supervisor, host, gateway) = allowing_gateway(dir.path()).await;
-    for (n, era) in [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless].into_iter().enumerate() {
-        let (a, b) = portico::transport::memory::pair();
-        gateway.server().connect(b);
-        let client = Client::builder(Implementation::new("c", "1")).era(era).connect(a).await.expect("connect");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("addr"));
+    let endpoint = gateway.http().build();
+    let served = tokio::spawn(async move { endpoint.serve_with_shutdown(listener, std::future::pending()).await });
+    let eras = [EraMode::Handshake(ProtocolVersion::V2025_11_25), EraMode::Stateless];
+    let cases = eras.into_iter().flat_map(|era| [(era, false), (era, true)]);
+    for (n, (era, http)) in cases.enumerate() {
+        let builder = Client::builder(Implementation::new("c", "1")).era(era);
+        let client = if http {
+            builder.connect(HttpClientTransport::new(url.clone())).await.expect("connect over HTTP")
+        } else {
+            let (a, b) = portico::transport::memory::pair();
+            gateway.server().connect(b);
+            builder.connect(a).await.expect("connect")
+        };
+        let era = (era, http);
         let cancel = CancellationToken::new();
         let call = {
             let (client, cancel) = (client.clone(), cancel.clone());
@@ -152,18 +166,19 @@ async fn a_call_its_client_cancels_is_recorded_as_cancelled() {
     let records = loop {
         log.flush().await.expect("flush");
         let records = log.query(&Filter::new()).await.expect("query");
-        if records.len() >= 2 || tokio::time::Instant::now() > deadline {
+        if records.len() >= 4 || tokio::time::Instant::now() > deadline {
             break records;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let sleeps: Vec<_> = records.iter().filter(|r| r.target.as_deref() == Some("ev__sleep")).collect();
-    assert_eq!(sleeps.len(), 2, "one record per cancelled call: {records:?}");
+    assert_eq!(sleeps.len(), 4, "one record per cancelled call: {records:?}");
     for r in sleeps {
         assert_eq!(r.status, "cancelled", "{r:?}");
         assert_eq!(r.decision.as_deref(), Some("allow"), "{r:?}");
     }
     host.shutdown().await;
+    served.abort();
 }
 
 /// A gateway over the `everything` example as `ev`, every call allowed, its log on.

@@ -18,6 +18,7 @@ struct Srv {
     server: portico::server::Server,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     http: reqwest::Client,
+    probes: Arc<Probes>,
 }
 
 impl Drop for Srv {
@@ -33,7 +34,8 @@ async fn start(configure: impl FnOnce(StreamableHttp) -> StreamableHttp) -> Srv 
 }
 
 async fn start_with(configure: impl FnOnce(StreamableHttp) -> StreamableHttp, options: ServeOptions) -> Srv {
-    let server = fixture_server(Arc::new(Probes::default()));
+    let probes = Arc::new(Probes::default());
+    let server = fixture_server(probes.clone());
     let endpoint = configure(StreamableHttp::new(server.clone())).build();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
@@ -50,7 +52,7 @@ async fn start_with(configure: impl FnOnce(StreamableHttp) -> StreamableHttp, op
             )
             .await;
     });
-    Srv { url, endpoint, server, stop: Some(stop), http: reqwest::Client::new() }
+    Srv { url, endpoint, server, stop: Some(stop), http: reqwest::Client::new(), probes }
 }
 
 fn stateless_meta(caps: Value) -> Value {
@@ -391,6 +393,34 @@ async fn closing_a_stateless_stream_cancels_the_request() {
         eventually(|| probes.cancelled.load(std::sync::atomic::Ordering::SeqCst) == 1).await,
         "the handler was dropped"
     );
+}
+
+/// A session's request belongs to the session, not to the POST that carried it: when that POST's
+/// connection goes away, the request still runs to its end.
+#[tokio::test]
+async fn a_session_request_outlives_the_post_that_carried_it() {
+    let srv = start(|h| h).await;
+    let probes = &srv.probes;
+    let sid = srv.initialize("2025-06-18").await;
+    let body = json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300}}});
+    // A client of its own, so that aborting the call closes its connection.
+    let req = reqwest::Client::new()
+        .post(&srv.url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string())
+        .send();
+    let call = tokio::spawn(req);
+    assert!(eventually(|| probes.sleeping.load(std::sync::atomic::Ordering::SeqCst) == 1).await);
+    call.abort(); // the POST's connection goes away
+    assert!(
+        eventually_for(Duration::from_secs(10), || probes.slept.load(std::sync::atomic::Ordering::SeqCst) == 1).await,
+        "the request ran to its end"
+    );
+    assert_eq!(probes.cancelled.load(std::sync::atomic::Ordering::SeqCst), 0, "the handler was not dropped");
+    assert_eq!(srv.endpoint.session_count(), 1);
 }
 
 #[tokio::test]

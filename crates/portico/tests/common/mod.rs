@@ -98,6 +98,8 @@ pub struct PromptArgs {
 pub struct Probes {
     pub cancelled: AtomicUsize,
     pub sleeping: AtomicUsize,
+    /// `sleep` calls that ran to their end.
+    pub slept: AtomicUsize,
 }
 
 struct OnDrop(Arc<Probes>);
@@ -129,9 +131,10 @@ pub fn fixture_server(probes: Arc<Probes>) -> Server {
             let probes = p2.clone();
             async move {
                 probes.sleeping.fetch_add(1, Ordering::SeqCst);
-                let guard = OnDrop(probes);
+                let guard = OnDrop(probes.clone());
                 tokio::time::sleep(Duration::from_millis(a.ms)).await;
                 std::mem::forget(guard);
+                probes.slept.fetch_add(1, Ordering::SeqCst);
                 "ok".to_string()
             }
         })
