@@ -8,13 +8,11 @@
 //! the result. Everything else (dispatch, the in-flight map, cancellation, progress,
 //! correlation of responses) stays behind the seam, exactly as for a stdio connection.
 
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use portico_schema::{ErrorObject, ProtocolVersion, RequestId};
 use serde_json::value::RawValue;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 pub(crate) use super::Cancel;
 use super::dispatch::{InFlight, Queued, Started, register, route_notification, run_request, start_request};
@@ -50,46 +48,16 @@ pub(crate) struct Exchange {
 /// or on its way (`None` when the request was cancelled).
 pub(crate) enum Answer {
     Ready(Option<Outgoing>),
-    Running(Running),
+    Pending(oneshot::Receiver<Option<Outgoing>>),
 }
 
 impl Future for Answer {
     type Output = Option<Outgoing>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
         match self.get_mut() {
-            Answer::Ready(result) => Poll::Ready(result.take()),
-            Answer::Running(running) => Pin::new(running).poll(cx),
-        }
-    }
-}
-
-/// A request that waits, run by whoever awaits its answer: an HTTP response's own task, with
-/// no task, channel or wake-up of the request's own between the handler and the response.
-/// Dropped before its end (the response went away), it runs to its end in a task of its own,
-/// as a request always did; a stateless request is cancelled by then (its response stream is
-/// gone), so that end comes at once and is recorded like any cancellation.
-pub(crate) struct Running(Option<Pin<Box<dyn Future<Output = Option<Outgoing>> + Send>>>);
-
-impl Future for Running {
-    type Output = Option<Outgoing>;
-
-    /// `None` when the request was cancelled, and once its answer was taken.
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(fut) = self.0.as_mut() else { return Poll::Ready(None) };
-        let out = std::task::ready!(fut.as_mut().poll(cx));
-        self.0 = None;
-        Poll::Ready(out)
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(fut) = self.0.take() {
-            // Outside a runtime (it is shutting down) the request ends here, dropped.
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(fut);
-            }
+            Answer::Ready(result) => std::task::Poll::Ready(result.take()),
+            Answer::Pending(rx) => std::pin::Pin::new(rx).poll(cx).map(|r| r.ok().flatten()),
         }
     }
 }
@@ -122,9 +90,9 @@ impl Link {
         Link { endpoint, peer: Peer::new(sink, Some("tcp")), in_flight: InFlight::default(), session: false }
     }
 
-    /// Runs a request. It is answered in its first poll when it can be (never in the in-flight
-    /// map); otherwise it goes on in whoever awaits its answer ([`Running`]). `on_end` is
-    /// dropped when the request has ended.
+    /// Runs a request. It is answered in its first poll when it can be (no task, never in the
+    /// in-flight map); otherwise it runs in a task of its own. `on_end` is dropped when the
+    /// request has ended.
     pub(crate) fn run(&self, req: Request<'_>, on_end: impl Send + 'static) -> Exchange {
         let out = Arc::new(LazyOut::new(req.buffer));
         let peer = self.peer.with_lazy_out(out.clone());
@@ -151,12 +119,12 @@ impl Link {
                 waiting.register(&self.in_flight);
                 let in_flight = self.in_flight.clone();
                 let messages = Some(out.receiver());
-                let running = Running(Some(Box::pin(async move {
-                    let result = waiting.finish(&in_flight).await;
+                let (fin_tx, result) = oneshot::channel();
+                tokio::spawn(async move {
+                    let _ = fin_tx.send(waiting.finish(&in_flight).await);
                     drop(on_end);
-                    result
-                })));
-                Exchange { messages, result: Answer::Running(running), cancel }
+                });
+                Exchange { messages, result: Answer::Pending(result), cancel }
             }
         }
     }
