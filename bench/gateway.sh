@@ -12,6 +12,8 @@
 #   bench/gateway.sh --parts stdio,memory     # only some parts (stdio, http, memory)
 #   bench/gateway.sh --era stateless          # the driver in the 2026-07-28 era
 #   bench/gateway.sh --no-audit               # the gateway's activity log off ([audit] enabled = false)
+#   bench/gateway.sh --place split            # driver and upstream on CPU 0, the gateway (relay, direct
+#                                             # server) on CPU 1; --place one: every process on CPU 0
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
