@@ -41,10 +41,7 @@ export PORTICO_GATE_UPSTREAM="$CARGO_TARGET_DIR/release/bench-server"
 exec python3 - "$bin" "$update" "$threshold" "$only" <<'PY'
 import json, os, re, subprocess, sys, tempfile
 bin, update, threshold, only = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), sys.argv[4]
-# scenario → (low rounds, high rounds, ops per round[, runs of each, the least counted])
-# A scenario with a real upstream process (its answers come in their own time) can count a
-# one-off of some 2M instructions in one run (the same code measured 255k, 273k and 292k per
-# call over HTTP): taking each round count's least of three runs leaves such one-offs out.
+# scenario → (low rounds, high rounds, ops per round)
 SCENARIOS = {
     "echo-handshake": (4, 24, 64),
     "echo-2025-06-18": (4, 24, 64),
@@ -52,10 +49,10 @@ SCENARIOS = {
     "list": (4, 24, 1),
     "http-stateless": (50, 450, 1),
     "http-handshake": (50, 450, 1),
-    "gateway": (4, 24, 64, 3),
+    "gateway": (4, 24, 64),
     "gateway-list": (4, 24, 1),
     "gateway-big": (4, 24, 1),
-    "gateway-http": (20, 120, 1, 3),
+    "gateway-http": (20, 120, 1),
 }
 if only:
     SCENARIOS = {k: v for k, v in SCENARIOS.items() if k in only.split(",")}
@@ -73,9 +70,8 @@ def ir(scenario, rounds):
 measured = {}
 failed = []
 print(f"{'scenario':<16} {'Ir/op':>10} {'baseline':>10} {'change':>8}")
-for name, (lo, hi, per, *runs) in SCENARIOS.items():
-    least = lambda rounds: min(ir(name, rounds) for _ in range(runs[0] if runs else 1))
-    per_op = (least(hi) - least(lo)) / ((hi - lo) * per)
+for name, (lo, hi, per) in SCENARIOS.items():
+    per_op = (ir(name, hi) - ir(name, lo)) / ((hi - lo) * per)
     measured[name] = round(per_op)
     base = baseline["instructions_per_op"].get(name)
     if base:
