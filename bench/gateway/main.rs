@@ -787,13 +787,10 @@ async fn stdio_table(
     child: &'static str,
     log: &Path,
 ) -> Result<Vec<Line>, String> {
-    let (command, args) = direct.split_first().ok_or("no upstream command")?;
+    // The upstream as the gateway and the relay start it.
+    let upstream = o.place.upstream(direct.to_vec());
+    let (command, args) = upstream.split_first().ok_or("no upstream command")?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (command, args) = match o.place {
-        // The gateway's upstream back on CPU 0.
-        Place::Split => ("taskset", [&["-c", "0", command.as_str()], &args[..]].concat()),
-        Place::Free | Place::One => (command.as_str(), args),
-    };
     let config = write_config(dir, "stdio.toml", &stdio_server("bench", Path::new(command), &args, Some("")))?;
     let portico = o.portico.to_string_lossy().into_owned();
     let gateway = o
@@ -801,7 +798,7 @@ async fn stdio_table(
         .middle(quiet(&[portico, "serve".into(), "--config".into(), config.to_string_lossy().into_owned()], log));
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut relay = vec![me.to_string_lossy().into_owned(), "relay".to_owned()];
-    relay.extend(o.place.upstream(direct.to_vec()));
+    relay.extend(upstream.iter().cloned());
     let relay = o.place.middle(relay);
     let raw = o.place.middle(vec![o.bin.join("raw-echo").to_string_lossy().into_owned()]);
     let direct = &o.place.middle(direct.to_vec());
