@@ -15,6 +15,8 @@ pub mod child;
 #[cfg(any(feature = "http-server", feature = "http-client"))]
 pub mod http;
 pub mod memory;
+#[cfg(any(feature = "http-server", feature = "http-client"))]
+pub(crate) mod pinned;
 #[cfg(feature = "stdio")]
 pub mod stdio;
 

@@ -21,6 +21,8 @@
 //! was written, are hyper's ([`Client`]); a connection that closed after the request was
 //! written and before any answer is retried once here, as [`super::shared::execute`] does.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::header::{HOST, HeaderMap, HeaderValue};
 use http::{Request, Response, Uri};
@@ -32,6 +34,8 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use reqwest::Url;
 
 use super::shared;
+use crate::sync::lock;
+use crate::transport::pinned;
 
 /// The environment variables that give reqwest a proxy for `http://` URLs.
 const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
@@ -39,9 +43,16 @@ const PROXY_VARS: [&str; 4] = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_pro
 /// TCP keepalive's idle time and probe interval, as reqwest sets them.
 const KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(15);
 
+type Pooled = Client<HttpConnector, Full<Bytes>>;
+
 /// A pooled HTTP/1.1 client for one endpoint.
 pub(super) struct Direct {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Pooled,
+    /// A pool for each pinned thread that posted (`transport::pinned`), by its mark: its
+    /// connections' tasks run on that thread.
+    per_thread: std::sync::Mutex<Vec<(u64, Pooled)>>,
+    /// What each pool connects with.
+    connector: HttpConnector,
     uri: Uri,
     /// `Host`, made once: hyper would format it for every request.
     host: HeaderValue,
@@ -67,11 +78,7 @@ impl Direct {
         connector.set_keepalive(Some(KEEPALIVE));
         connector.set_keepalive_interval(Some(KEEPALIVE));
         connector.set_keepalive_retries(Some(3));
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .build(connector);
-        Some(Direct { client, uri, host })
+        Some(Direct { client: pool(connector.clone()), connector, per_thread: Default::default(), uri, host })
     }
 
     /// POSTs `body` with `headers`; once more when the connection closed before any answer
@@ -81,13 +88,26 @@ impl Direct {
         headers: impl Fn() -> HeaderMap,
         body: &Bytes,
     ) -> Result<Response<Incoming>, Error> {
-        match self.client.request(self.request(headers(), body)).await {
+        let client = self.client();
+        match client.request(self.request(headers(), body)).await {
             Err(e) if !e.is_connect() && shared::closed_early(&e) => {
                 tracing::debug!("the connection was closed before an answer began: sending once more ({e})");
-                self.client.request(self.request(headers(), body)).await
+                client.request(self.request(headers(), body)).await
             }
             other => other,
         }
+    }
+
+    /// The pool of the calling thread: its own on a pinned thread, else the shared one.
+    fn client(&self) -> Cow<'_, Pooled> {
+        let Some(mark) = pinned::this_thread() else { return Cow::Borrowed(&self.client) };
+        let mut pools = lock(&self.per_thread);
+        if let Some((_, pool)) = pools.iter().find(|(m, _)| *m == mark) {
+            return Cow::Owned(pool.clone());
+        }
+        let pool = pool(self.connector.clone());
+        pools.push((mark, pool.clone()));
+        Cow::Owned(pool)
     }
 
     fn request(&self, headers: HeaderMap, body: &Bytes) -> Request<Full<Bytes>> {
@@ -99,6 +119,11 @@ impl Direct {
         req.headers_mut().entry(HOST).or_insert_with(|| self.host.clone());
         req
     }
+}
+
+/// A pool of connections made by `connector`, their tasks spawned on the runtime that makes them.
+fn pool(connector: HttpConnector) -> Pooled {
+    Client::builder(TokioExecutor::new()).timer(TokioTimer::new()).pool_timer(TokioTimer::new()).build(connector)
 }
 
 /// The URI to send to when `url` may go out on the direct path, with `env` the process's
@@ -148,6 +173,30 @@ mod tests {
         }
         let other = |name: &str| (name == "HTTPS_PROXY").then(|| "http://proxy:3128".into());
         assert!(eligible(&url("http://127.0.0.1/mcp"), other).is_some(), "an https proxy is not for http");
+    }
+
+    #[cfg(feature = "http-server")]
+    #[test]
+    fn a_pinned_thread_gets_a_pool_of_its_own_once() {
+        let direct = Direct {
+            client: pool(HttpConnector::new()),
+            per_thread: Default::default(),
+            connector: HttpConnector::new(),
+            uri: Uri::from_static("http://127.0.0.1/mcp"),
+            host: HeaderValue::from_static("127.0.0.1"),
+        };
+        assert!(matches!(direct.client(), Cow::Borrowed(_)), "a thread that is not pinned shares the pool");
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    pinned::pin_this_thread();
+                    assert!(matches!(direct.client(), Cow::Owned(_)), "a pinned thread has its own");
+                    let _ = direct.client();
+                });
+            }
+        });
+        assert_eq!(lock(&direct.per_thread).len(), 2, "one pool per pinned thread, each made once");
+        assert!(matches!(direct.client(), Cow::Borrowed(_)), "and this thread still shares the pool");
     }
 
     #[test]

@@ -16,8 +16,10 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+
+use super::threads::ConnectionThreads;
 
 /// How [`serve_app`] treats its connections.
 #[derive(Debug, Clone)]
@@ -29,11 +31,14 @@ pub struct ServeOptions {
     /// At most this many connections are served at once; more wait to be accepted. Default
     /// 10,000.
     pub max_connections: usize,
+    /// Threads that serve the connections, each pinned to one of them ([`ConnectionThreads`]).
+    /// Default `None`: connections are tasks of the runtime serving is called on.
+    pub connection_threads: Option<ConnectionThreads>,
 }
 
 impl Default for ServeOptions {
     fn default() -> Self {
-        ServeOptions { header_read_timeout: Duration::from_secs(30), max_connections: 10_000 }
+        ServeOptions { header_read_timeout: Duration::from_secs(30), max_connections: 10_000, connection_threads: None }
     }
 }
 
@@ -49,6 +54,13 @@ impl ServeOptions {
     #[must_use]
     pub fn with_max_connections(mut self, max: usize) -> Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// Serves the connections on `threads` (see [`ConnectionThreads`]).
+    #[must_use]
+    pub fn with_connection_threads(mut self, threads: ConnectionThreads) -> Self {
+        self.connection_threads = Some(threads);
         self
     }
 }
@@ -84,6 +96,7 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    let threads = options.connection_threads;
     let graceful = GracefulShutdown::new();
     let slots = Arc::new(Semaphore::new(options.max_connections.max(1)));
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -111,13 +124,26 @@ where
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), app.clone()));
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
+        let (builder, app, watcher) = (builder.clone(), app.clone(), graceful.watcher());
+        let serve = move |tcp| async move {
+            if let Err(e) = watcher.watch(builder.serve_connection(TokioIo::new(tcp), app)).await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             drop(slot);
-        });
+        };
+        match &threads {
+            None => drop(tokio::spawn(serve(tcp))),
+            // The socket leaves this runtime's reactor for the thread's.
+            Some(threads) => match tcp.into_std() {
+                Ok(tcp) => drop(threads.next().spawn(async move {
+                    match TcpStream::from_std(tcp) {
+                        Ok(tcp) => serve(tcp).await,
+                        Err(e) => tracing::warn!(error = %e, "cannot move a connection to its thread"),
+                    }
+                })),
+                Err(e) => tracing::warn!(error = %e, "cannot move a connection to its thread"),
+            },
+        }
     }
     drop(listener);
     graceful.shutdown().await;

@@ -34,6 +34,7 @@ mod respond;
 mod security;
 mod sessions;
 mod sse;
+mod threads;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -47,6 +48,7 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 
 pub use listen::{ServeOptions, serve_app};
 pub use sessions::{EventStore, MemoryEventStore};
+pub use threads::ConnectionThreads;
 
 use crate::rpc::link::{self, Link};
 use crate::server::Server;
