@@ -73,13 +73,17 @@ enum Command {
     Approve(approve_cmd::ApproveArgs),
 }
 
-/// Whether the runtime gets one worker rather than one per CPU: `portico serve` on stdio has one
-/// client, and one worker serves it with no hand-offs between workers. On the benchmark machine
+/// Whether the runtime gets one worker rather than one per CPU. `portico serve` on stdio has one
+/// client, and one worker serves it with no hand-offs between workers: on the benchmark machine
 /// (2 vCPUs) that took 25-30 % less CPU per call and did as many calls per second or more, at one
-/// call in flight and at 64 (`docs/benchmarks.md`, twenty-ninth session). Over HTTP, with many
-/// clients, the default stays. `TOKIO_WORKER_THREADS` decides whenever it is set.
+/// call in flight and at 64 (`docs/benchmarks.md`, twenty-ninth session). Over HTTP with
+/// connection threads (`--http-threads`, one per CPU by default), those threads serve the
+/// clients, and the runtime is left the upstreams' own tasks, where one worker hands nothing
+/// between workers either (thirty-sixth session). `TOKIO_WORKER_THREADS` decides whenever it is
+/// set.
 fn one_worker(command: &Command) -> bool {
-    matches!(command, Command::Serve(args) if args.on_stdio()) && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
+    matches!(command, Command::Serve(args) if args.on_stdio() || args.http_threads() > 0)
+        && std::env::var_os("TOKIO_WORKER_THREADS").is_none()
 }
 
 /// `--json`: machine output.

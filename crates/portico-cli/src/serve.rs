@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 use std::sync::Arc;
 
+use portico::transport::http::server::{ConnectionThreads, ServeOptions};
 use portico_host::Host;
 use portico_host::gateway::Gateway;
 use tokio::net::TcpListener;
@@ -42,12 +43,23 @@ pub(crate) struct ServeArgs {
     /// are refused); the rest are then cancelled, upstream too, and recorded as cancelled.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     drain_timeout: f64,
+    /// With --http: threads that serve the connections. Each connection stays on one of them
+    /// with the calls it makes, so a call does not hop between CPUs; 0 serves connections on
+    /// the shared runtime. Default: one per CPU.
+    #[arg(long, value_name = "N", requires = "http")]
+    http_threads: Option<usize>,
 }
 
 impl ServeArgs {
     /// Whether this serves stdio (no `--http`).
     pub(crate) fn on_stdio(&self) -> bool {
         self.http.is_none()
+    }
+
+    /// The threads that serve HTTP connections (`--http-threads`): one per CPU this process may
+    /// run on (its affinity counts, as for Tokio's workers) unless given.
+    pub(crate) fn http_threads(&self) -> usize {
+        self.http_threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
     }
 }
 
@@ -116,6 +128,17 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
         });
     }
     let _watcher = if args.no_watch { None } else { watch(&path, host.clone()) };
+    // Started for HTTP only. Kept until the upstreams have stopped: a per-client upstream's
+    // tasks run on the thread of the connection that opened its session.
+    let threads = match args.http_threads() {
+        n if n > 0 && args.http.is_some() => {
+            let threads = ConnectionThreads::start(n)
+                .map_err(|e| Failure::Unavailable(format!("cannot start {n} threads for HTTP: {e}")))?;
+            tracing::debug!(target: "portico::runtime", http_threads = threads.len(), "connection threads started");
+            Some(threads)
+        }
+        _ => None,
+    };
     let result = match args.http {
         None => {
             announce_when_ready(&host, &gateway, wait, "stdio".to_owned());
@@ -164,9 +187,13 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
                     report(gateway.drain(grace).await);
                 })
             };
+            let options = match &threads {
+                Some(threads) => ServeOptions::default().with_connection_threads(threads.clone()),
+                None => ServeOptions::default(),
+            };
             let served = endpoint
                 .build()
-                .serve_with_shutdown(listener, stopping())
+                .serve_with_options(listener, stopping(), options)
                 .await
                 .map_err(|e| Failure::Usage(format!("http: {e}")));
             let _ = drain.await;
@@ -175,6 +202,7 @@ pub(crate) async fn run(config: Option<&Path>, args: ServeArgs) -> Result<(), Fa
     };
     host.shutdown().await;
     crate::close_audit(&supervisor).await;
+    drop(threads);
     result
 }
 
