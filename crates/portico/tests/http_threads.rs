@@ -1,8 +1,13 @@
 //! `ServeOptions::connection_threads`: each connection is served by one thread, with what its
 //! requests spawn, over a real loopback socket.
-#![cfg(feature = "http-server")]
+#![cfg(all(feature = "http-server", feature = "http-client"))]
 
 use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
 
 use portico::schema::{Implementation, JsonObject, Tool};
 use portico::server::Server;
@@ -28,31 +33,40 @@ fn server() -> Server {
         .build()
 }
 
-/// `where` over a stateless POST on `client`'s connection.
-async fn where_(client: &reqwest::Client, url: &str) -> String {
+/// One HTTP/1.1 connection to `addr`, kept alive: every request sent on it uses this socket.
+async fn connect(addr: std::net::SocketAddr) -> SendRequest<Full<Bytes>> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await.expect("handshake");
+    tokio::spawn(conn);
+    send
+}
+
+/// `where` over a stateless POST on `conn`.
+async fn where_(conn: &mut SendRequest<Full<Bytes>>, addr: std::net::SocketAddr) -> String {
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
     let body =
         json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"where","arguments":{},"_meta":meta}});
-    let r = client
-        .post(url)
+    let req = http::Request::post("/mcp")
+        .header("host", addr.to_string())
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "where")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("post");
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("request");
+    conn.ready().await.expect("connection ready");
+    let r = conn.send_request(req).await.expect("post");
     assert_eq!(r.status(), 200);
-    let v: Value = r.json().await.expect("json");
+    let bytes = r.into_body().collect().await.expect("body").to_bytes();
+    let v: Value = serde_json::from_slice(&bytes).expect("json");
     v["result"]["content"][0]["text"].as_str().expect("text").to_owned()
 }
 
 #[tokio::test]
 async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in_turn() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let threads = ConnectionThreads::start(2).expect("threads");
     assert_eq!(threads.len(), 2);
@@ -65,18 +79,18 @@ async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in
         ServeOptions::default().with_connection_threads(threads.clone()),
     ));
 
-    // Two clients, each with its one kept-alive connection.
-    let (a, b) = (reqwest::Client::new(), reqwest::Client::new());
+    // Two connections, kept alive.
+    let (mut a, mut b) = (connect(addr).await, connect(addr).await);
     let mut seen = Vec::new();
     for _ in 0..3 {
-        seen.push(where_(&a, &url).await);
+        seen.push(where_(&mut a, addr).await);
     }
     let first = seen[0].clone();
     let (thread, spawned) = first.split_once(' ').expect("two names");
     assert!(thread.starts_with("portico-http-"), "served by a connection thread: {first}");
     assert_eq!(thread, spawned, "what a request spawns runs on its connection's thread");
     assert!(seen.iter().all(|s| *s == first), "one connection, one thread: {seen:?}");
-    let other = where_(&b, &url).await;
+    let other = where_(&mut b, addr).await;
     let (other_thread, _) = other.split_once(' ').expect("two names");
     assert!(other_thread.starts_with("portico-http-") && other_thread != thread, "{first} then {other}");
 
@@ -111,7 +125,7 @@ fn thread_names() -> Vec<String> {
 #[tokio::test]
 async fn without_connection_threads_connections_are_tasks_of_the_callers_runtime() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://127.0.0.1:{}/mcp", listener.local_addr().expect("addr").port());
+    let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let endpoint = StreamableHttp::new(server()).build();
     let serving = tokio::spawn(endpoint.serve_with_options(
@@ -122,7 +136,7 @@ async fn without_connection_threads_connections_are_tasks_of_the_callers_runtime
         ServeOptions::default(),
     ));
     let here = std::thread::current().name().unwrap_or("?").to_owned();
-    let answer = where_(&reqwest::Client::new(), &url).await;
+    let answer = where_(&mut connect(addr).await, addr).await;
     assert_eq!(answer, format!("{here} {here}"), "the test's own current-thread runtime served it");
     let _ = stop.send(());
     let ended = tokio::time::timeout(Duration::from_secs(10), serving).await.expect("serving ended");
