@@ -63,21 +63,39 @@ async fn where_(conn: &mut SendRequest<Full<Bytes>>, addr: std::net::SocketAddr)
     v["result"]["content"][0]["text"].as_str().expect("text").to_owned()
 }
 
-#[tokio::test]
-async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in_turn() {
+/// Serves `server()` with `options` on a free loopback port; the sender stops it, and the task
+/// ends once serving has.
+async fn serve(options: ServeOptions) -> (std::net::SocketAddr, Stop) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let threads = ConnectionThreads::start(2).expect("threads");
-    assert_eq!(threads.len(), 2);
     let endpoint = StreamableHttp::new(server()).build();
     let serving = tokio::spawn(endpoint.serve_with_options(
         listener,
         async move {
             let _ = stopped.await;
         },
-        ServeOptions::default().with_connection_threads(threads.clone()),
+        options,
     ));
+    (addr, Stop(stop, serving))
+}
+
+struct Stop(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<std::io::Result<()>>);
+
+impl Stop {
+    /// Asks serving to end, and waits (at most 10 s) until it has, without an error.
+    async fn now(self) {
+        let _ = self.0.send(());
+        let ended = tokio::time::timeout(Duration::from_secs(10), self.1).await.expect("serving ended");
+        ended.expect("task").expect("served");
+    }
+}
+
+#[tokio::test]
+async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in_turn() {
+    let threads = ConnectionThreads::start(2).expect("threads");
+    assert_eq!(threads.len(), 2);
+    let (addr, stop) = serve(ServeOptions::default().with_connection_threads(threads.clone())).await;
 
     // Two connections, kept alive.
     let (mut a, mut b) = (connect(addr).await, connect(addr).await);
@@ -96,9 +114,7 @@ async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in
 
     // Serving ends when asked; the threads stop when the last handle on them goes.
     drop((a, b));
-    let _ = stop.send(());
-    let ended = tokio::time::timeout(Duration::from_secs(10), serving).await.expect("serving ended");
-    ended.expect("task").expect("served");
+    stop.now().await;
     if !cfg!(target_os = "linux") {
         return; // the threads are counted in /proc
     }
@@ -124,21 +140,9 @@ fn thread_names() -> Vec<String> {
 
 #[tokio::test]
 async fn without_connection_threads_connections_are_tasks_of_the_callers_runtime() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let endpoint = StreamableHttp::new(server()).build();
-    let serving = tokio::spawn(endpoint.serve_with_options(
-        listener,
-        async move {
-            let _ = stopped.await;
-        },
-        ServeOptions::default(),
-    ));
+    let (addr, stop) = serve(ServeOptions::default()).await;
     let here = std::thread::current().name().unwrap_or("?").to_owned();
     let answer = where_(&mut connect(addr).await, addr).await;
     assert_eq!(answer, format!("{here} {here}"), "the test's own current-thread runtime served it");
-    let _ = stop.send(());
-    let ended = tokio::time::timeout(Duration::from_secs(10), serving).await.expect("serving ended");
-    ended.expect("task").expect("served");
+    stop.now().await;
 }

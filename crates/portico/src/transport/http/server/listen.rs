@@ -134,15 +134,15 @@ where
         match &threads {
             None => drop(tokio::spawn(serve(tcp))),
             // The socket leaves this runtime's reactor for the thread's.
-            Some(threads) => match tcp.into_std() {
-                Ok(tcp) => drop(threads.next().spawn(async move {
-                    match TcpStream::from_std(tcp) {
+            Some(threads) => {
+                let tcp = tcp.into_std();
+                drop(threads.next().spawn(async move {
+                    match tcp.and_then(TcpStream::from_std) {
                         Ok(tcp) => serve(tcp).await,
                         Err(e) => tracing::warn!(error = %e, "cannot move a connection to its thread"),
                     }
-                })),
-                Err(e) => tracing::warn!(error = %e, "cannot move a connection to its thread"),
-            },
+                }));
+            }
         }
     }
     drop(listener);
