@@ -37,6 +37,19 @@ impl Instances {
         lock(&self.map).len()
     }
 
+    /// The client of `cx`'s session when its instance is open and alive: every call after the
+    /// first, without the future of [`client`](Self::client), which can open one.
+    pub(super) fn open_client(&self, cx: &RequestContext) -> Option<Arc<Client>> {
+        let map = lock(&self.map);
+        let instance = map.get(&cx.connection_id())?;
+        let client = match instance.opened.get()? {
+            Ok(client) if !client.is_closed() => client.clone(),
+            _ => return None,
+        };
+        *lock(&instance.last_used) = Instant::now();
+        Some(client)
+    }
+
     /// The client of `cx`'s session, opening it on first use.
     pub(super) async fn client(&self, shared: &Arc<Shared>, cx: &RequestContext) -> Result<Arc<Client>, UpstreamError> {
         let key = cx.connection_id();
