@@ -146,3 +146,127 @@ async fn without_connection_threads_connections_are_tasks_of_the_callers_runtime
     assert_eq!(answer, format!("{here} {here}"), "the test's own current-thread runtime served it");
     stop.now().await;
 }
+
+/// Serves `server()` on a thread and runtime of its own, so that nothing the test blocks holds
+/// it up; the sender stops it.
+fn serve_elsewhere() -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::Builder::new()
+        .name("upstream".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async move {
+                let (addr, serving) = serve(ServeOptions::default()).await;
+                let _ = addr_tx.send(addr);
+                let _ = stopped.await;
+                serving.now().await;
+            });
+        })
+        .expect("thread");
+    let addr = addr_rx.recv_timeout(Duration::from_secs(10)).expect("the upstream listens");
+    (addr, stop, thread)
+}
+
+/// One blocking HTTP/1.1 exchange on `stream`: a stateless `tools/call` of `relay`, and the
+/// text of its result. Reading waits at most 10 s.
+fn relay_blocking(stream: &mut std::net::TcpStream, addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let body =
+        json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"relay","arguments":{},"_meta":meta}})
+            .to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\naccept: application/json, text/event-stream\r\ncontent-type: application/json\r\n\
+         mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: relay\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(format!("{head}{body}").as_bytes()).expect("write");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut buf).expect("an answer within 10 s");
+        assert!(n > 0, "the connection closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+        let length = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>()))
+            .expect("a content-length")
+            .expect("a number");
+        if body.len() < length {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&body[..length]).expect("json");
+        return v["result"]["content"][0]["text"].as_str().expect("text").to_owned();
+    }
+}
+
+/// The gateway's shape: a server on connection threads whose tool calls an upstream through a
+/// client connected on another runtime. The call is sent from the connection thread and its
+/// answer handed straight back, so it needs nothing of the runtime that connected the client:
+/// here that runtime (the test's own) is blocked for the whole call.
+#[tokio::test]
+async fn an_upstream_call_from_a_connection_thread_needs_nothing_of_the_clients_runtime() {
+    let (upstream, stop_upstream, upstream_thread) = serve_elsewhere();
+    let transport = portico::transport::http::client::HttpClientTransport::new(format!("http://{upstream}/mcp"));
+    let client = std::sync::Arc::new(
+        portico::client::Client::builder(Implementation::new("relay", "1.0.0"))
+            .connect(transport)
+            .await
+            .expect("connect to the upstream"),
+    );
+    let schema: JsonObject = serde_json::from_value(json!({"type": "object"})).expect("schema");
+    let relay = {
+        let client = client.clone();
+        Server::builder(Implementation::new("middle", "1.0.0"))
+            .tool(Tool::new("relay", schema), move |_: Empty| {
+                let client = client.clone();
+                async move {
+                    let here = std::thread::current().name().unwrap_or("?").to_owned();
+                    let r = client.call_tool("where", json!({})).await.expect("the upstream's answer");
+                    let v = serde_json::to_value(&r).expect("result");
+                    format!("{here} {}", v["content"][0]["text"].as_str().unwrap_or("?"))
+                }
+            })
+            .build()
+    };
+    let threads = ConnectionThreads::start(1).expect("threads");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(StreamableHttp::new(relay).build().serve_with_options(
+        listener,
+        async move {
+            let _ = stopped.await;
+        },
+        ServeOptions::default().with_connection_threads(threads.clone()),
+    ));
+
+    // The first call, with this runtime free: the connection is accepted and moved to its thread.
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let first = tokio::task::spawn_blocking({
+        let mut s = stream.try_clone().expect("clone");
+        move || relay_blocking(&mut s, addr)
+    })
+    .await
+    .expect("first call");
+    assert_eq!(first, "portico-http-0 upstream upstream", "relayed from the connection thread");
+
+    // The second, with this runtime blocked throughout: reading the answer here holds its thread.
+    let second = relay_blocking(&mut stream, addr);
+    assert_eq!(second, first, "the same answer, from the same threads");
+
+    drop(stream);
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serving ended")
+        .expect("task")
+        .expect("served");
+    client.close().await;
+    let _ = stop_upstream.send(());
+    upstream_thread.join().expect("the upstream's thread");
+}

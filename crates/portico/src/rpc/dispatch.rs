@@ -31,6 +31,12 @@ pub(crate) fn start<T: Transport, S: Endpoint>(transport: T, service: Arc<S>, co
     let (reader, writer) = transport.split();
     let (out_tx, out_rx) = mpsc::channel(config.outgoing_capacity);
     let peer = Peer::new(out_tx, network_transport);
+    // The HTTP client sends each request in an exchange of its own: it can start it from the
+    // caller's task, and hand a plain answer straight back, without this connection's tasks.
+    #[cfg(feature = "http-client")]
+    if let Some(direct) = crate::transport::http::client::direct_link(&writer, peer.completer()) {
+        peer.set_direct(direct);
+    }
     let span = tracing::debug_span!("mcp.connection", name = config.name);
     let writer_done = CancellationToken::new();
     tokio::spawn(write_loop(writer, out_rx, peer.clone(), writer_done.clone()).instrument(span.clone()));

@@ -27,6 +27,8 @@ pub(crate) use cancel::Cancel;
 pub(crate) use dispatch::start;
 pub(crate) use envelope::ResultBytes;
 pub use pause::{PauseGuard, TimeoutPause};
+#[cfg(feature = "http-client")]
+pub(crate) use peer::{Completer, DirectSend};
 pub(crate) use peer::{LateHook, Peer, ProgressSink, RequestOptions};
 
 /// Limits of one connection.

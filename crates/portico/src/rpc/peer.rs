@@ -26,6 +26,14 @@ pub(crate) type ProgressSink = Arc<dyn Fn(ProgressNotificationParams) + Send + S
 /// `tasks.rs`). Must not block.
 pub(crate) type LateHook = Arc<dyn Fn(Result<&RawValue, ErrorObject>) + Send + Sync>;
 
+/// A transport's way to send a request from the calling task itself, rather than through the
+/// connection's writer task (see [`Peer::set_direct`]).
+pub(crate) trait DirectSend: Send + Sync + 'static {
+    /// Starts sending `frame`, a request, from the calling task; hands it back when it must go
+    /// through the writer after all (the transport is not ready for it, or is closing).
+    fn send_request(&self, frame: bytes::Bytes) -> Result<(), bytes::Bytes>;
+}
+
 /// How long the answer to an abandoned request with a [`LateHook`] is waited for.
 const LATE_WINDOW: Duration = Duration::from_secs(30);
 
@@ -100,6 +108,43 @@ pub(crate) struct PeerShared {
     input_ended: CancellationToken,
     /// Unique among this process's connections, for as long as it runs.
     pub(crate) id: u64,
+    /// The transport's direct way for requests, when it has one.
+    direct: std::sync::OnceLock<Arc<dyn DirectSend>>,
+}
+
+impl PeerShared {
+    /// Routes a response to its waiting caller; false when no request has that id.
+    fn complete(&self, id: &RequestId, outcome: Result<&RawValue, ErrorObject>) -> bool {
+        let Some(pending) = lock(&self.pending).remove(id) else {
+            return false;
+        };
+        match pending.waiter {
+            Waiter::Caller(tx) => {
+                let _ = tx.send(outcome.map(|raw| raw.to_owned()));
+            }
+            Waiter::Late(late) => late(outcome),
+        }
+        true
+    }
+}
+
+/// Hands a response straight to its waiting caller, from whatever task the transport read it
+/// in, without the connection's reader task (see [`Peer::completer`]).
+#[cfg(feature = "http-client")]
+#[derive(Clone)]
+pub(crate) struct Completer(std::sync::Weak<PeerShared>);
+
+#[cfg(feature = "http-client")]
+impl Completer {
+    /// Completes the request `frame` answers; false (and nothing done) when `frame` is not a
+    /// single response to a request still waiting, which then goes the usual way.
+    pub(crate) fn complete(&self, frame: &[u8]) -> bool {
+        let Some(shared) = self.0.upgrade() else { return false };
+        match envelope::decode(frame) {
+            envelope::Frame::Single(Ok(envelope::Incoming::Response { id, outcome })) => shared.complete(&id, outcome),
+            _ => false,
+        }
+    }
 }
 
 /// The source of connection ids.
@@ -244,6 +289,7 @@ impl Peer {
                 input_closed: std::sync::atomic::AtomicBool::new(false),
                 input_ended: CancellationToken::new(),
                 id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed).unsigned_abs(),
+                direct: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -258,6 +304,20 @@ impl Peer {
     #[cfg(feature = "http-server")]
     pub(crate) fn with_lazy_out(&self, out: Arc<LazyOut>) -> Peer {
         Peer { out: Out::Lazy(out), shared: self.shared.clone() }
+    }
+
+    /// Sends this connection's requests through `direct` from now on: from the caller's own
+    /// task, so that a request made on one thread is sent from it (see
+    /// `transport::http::client`'s `direct_link`). Set once; later calls are ignored.
+    #[cfg(feature = "http-client")]
+    pub(crate) fn set_direct(&self, direct: Arc<dyn DirectSend>) {
+        let _ = self.shared.direct.set(direct);
+    }
+
+    /// What hands responses straight to their callers; it does not keep the connection alive.
+    #[cfg(feature = "http-client")]
+    pub(crate) fn completer(&self) -> Completer {
+        Completer(Arc::downgrade(&self.shared))
     }
 
     /// Waits until the peer's input has ended (it will send nothing more) or the connection
@@ -389,7 +449,14 @@ impl Peer {
             late: options.late,
             rx,
         };
-        self.send_raw(bytes).await?;
+        match self.shared.direct.get() {
+            Some(direct) => {
+                if let Err(bytes) = direct.send_request(bytes::Bytes::from(bytes)) {
+                    self.send_raw(Vec::from(bytes)).await?;
+                }
+            }
+            None => self.send_raw(bytes).await?,
+        }
 
         let start = Instant::now();
         let hard = options.max_total.map(|m| start + m);
@@ -457,16 +524,7 @@ impl Peer {
 
     /// Routes a response to its waiting caller; false when no request has that id.
     pub(crate) fn complete(&self, id: &RequestId, outcome: Result<&RawValue, ErrorObject>) -> bool {
-        let Some(pending) = lock(&self.shared.pending).remove(id) else {
-            return false;
-        };
-        match pending.waiter {
-            Waiter::Caller(tx) => {
-                let _ = tx.send(outcome.map(|raw| raw.to_owned()));
-            }
-            Waiter::Late(late) => late(outcome),
-        }
-        true
+        self.shared.complete(id, outcome)
     }
 
     /// Routes `notifications/progress` to the request that asked for it.

@@ -325,6 +325,49 @@ impl FrameReader for HttpClientReader {
     }
 }
 
+/// The writer's way to send requests from their callers' own tasks, when `writer` is an
+/// [`HttpClientWriter`] that could be set up; the engine calls this when it starts a
+/// connection.
+///
+/// Each request is an HTTP exchange of its own, so nothing orders it behind the writer's
+/// queue. Started from the caller's task, the exchange runs on the caller's thread: on a
+/// connection thread of the HTTP server (`ConnectionThreads`), with that thread's pool of
+/// connections, the whole call stays on it. A plain answer is handed straight to the caller
+/// through `completer`, not through the reader.
+pub(crate) fn direct_link<W: FrameWriter>(
+    writer: &W,
+    completer: crate::rpc::Completer,
+) -> Option<Arc<dyn crate::rpc::DirectSend>> {
+    let writer = (writer as &dyn std::any::Any).downcast_ref::<HttpClientWriter>()?;
+    let shared = writer.shared.as_ref().ok()?.clone();
+    let _ = shared.completer.set(completer);
+    Some(Arc::new(DirectRequests(shared)))
+}
+
+/// See [`direct_link`].
+struct DirectRequests(Arc<Shared>);
+
+impl crate::rpc::DirectSend for DirectRequests {
+    fn send_request(&self, frame: Bytes) -> Result<(), Bytes> {
+        let shared = &self.0;
+        // Before the handshake has ended, requests wait behind `notifications/initialized` in
+        // the writer; the legacy transport posts everything in order.
+        if !shared.direct_ready.load(std::sync::atomic::Ordering::Acquire)
+            || shared.ends.closed.is_cancelled()
+            || shared.is_legacy()
+        {
+            return Err(frame);
+        }
+        match frame::classify(&frame) {
+            Outgoing::Request(req) => {
+                request::spawn(shared.clone(), frame, req);
+                Ok(())
+            }
+            _ => Err(frame),
+        }
+    }
+}
+
 /// A message posted in order, with what it is, and who to tell once it has been posted.
 type Ordered = (Bytes, Outgoing, Option<oneshot::Sender<()>>);
 
@@ -371,8 +414,16 @@ impl HttpClientWriter {
         if let Some(posted) = posted {
             // Bounded: a server that never answers the notification must not stall the client.
             let _ = tokio::time::timeout(HANDSHAKE_END_WAIT, posted).await;
+            shared_ready(&self.shared);
         }
         Ok(())
+    }
+}
+
+/// Lets requests go out from their callers' tasks from now on (see [`direct_link`]).
+fn shared_ready(shared: &Result<Arc<Shared>, Misconfigured>) {
+    if let Ok(s) = shared {
+        s.direct_ready.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
@@ -398,6 +449,10 @@ impl FrameWriter for HttpClientWriter {
         let bytes = Bytes::copy_from_slice(frame);
         match frame::classify(frame) {
             Outgoing::Request(req) if !shared.is_legacy() => {
+                if req.stateless.is_some() {
+                    // The stateless era has no handshake to wait for.
+                    shared_ready(&self.shared);
+                }
                 request::spawn(shared, bytes, req);
                 Ok(())
             }

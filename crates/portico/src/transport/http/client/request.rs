@@ -41,6 +41,9 @@ pub(super) struct Answer {
     /// Keep the answer instead of handing it up (a repeated `initialize`).
     capture: bool,
     pub answered: Option<Bytes>,
+    /// Set once another message of this exchange went to the reader: the answer then follows
+    /// it the same way, so that the caller sees them in order.
+    relayed: bool,
 }
 
 impl Answer {
@@ -51,12 +54,13 @@ impl Answer {
             stateless: req.stateless.is_some(),
             capture: false,
             answered: None,
+            relayed: false,
         }
     }
 
     /// An answer kept for the transport itself.
     pub(super) fn captured(id: RequestId, method: &str) -> Self {
-        Answer { id, method: method.to_owned(), stateless: false, capture: true, answered: None }
+        Answer { id, method: method.to_owned(), stateless: false, capture: true, answered: None, relayed: false }
     }
 
     fn is_answered(&self) -> bool {
@@ -73,6 +77,7 @@ impl Answer {
     /// response it is.
     async fn deliver_read(&mut self, shared: &Shared, frame: Bytes, response_to: Option<RequestId>) {
         if response_to.as_ref() != Some(&self.id) {
+            self.relayed = true;
             shared.deliver(frame).await;
             return;
         }
@@ -89,9 +94,16 @@ impl Answer {
             frame = Bytes::from(rewritten);
         }
         self.answered = Some(frame.clone());
-        if !self.capture {
-            shared.deliver(frame).await;
+        self.hand_up(shared, frame).await;
+    }
+
+    /// Hands the answer to the caller: straight to it when nothing of this exchange went
+    /// through the reader before, else through the reader too.
+    async fn hand_up(&self, shared: &Shared, frame: Bytes) {
+        if self.capture || (!self.relayed && shared.complete_directly(&frame)) {
+            return;
         }
+        shared.deliver(frame).await;
     }
 
     /// Answers the request with an error (unless it was answered already).
@@ -100,9 +112,7 @@ impl Answer {
             return;
         }
         self.answered = Some(frame.clone());
-        if !self.capture {
-            shared.deliver(frame).await;
-        }
+        self.hand_up(shared, frame).await;
     }
 
     async fn fail_with(&mut self, shared: &Shared, code: ErrorCode, message: String) {

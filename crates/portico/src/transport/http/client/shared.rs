@@ -92,6 +92,11 @@ pub(super) struct Shared {
     /// Authorizes every request (feature `auth-client`).
     #[cfg(feature = "auth-client")]
     pub auth: Option<crate::auth::OAuthClient>,
+    /// Hands an answer straight to its waiting caller (see [`super::direct_link`]).
+    pub completer: std::sync::OnceLock<crate::rpc::Completer>,
+    /// Set once requests may be sent from their callers' tasks: the handshake has ended (or
+    /// there is none, in the stateless era).
+    pub direct_ready: std::sync::atomic::AtomicBool,
 }
 
 /// Why an HTTP exchange did not happen.
@@ -171,6 +176,8 @@ impl Shared {
             get_stream: Mutex::new(None),
             #[cfg(feature = "auth-client")]
             auth: None,
+            completer: std::sync::OnceLock::new(),
+            direct_ready: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -208,6 +215,12 @@ impl Shared {
     }
 
     /// Hands a message to the reader (waits while the client is behind: backpressure).
+    /// Hands `frame`, the answer to a request, straight to its waiting caller; false when
+    /// there is no such caller or no way to, and it must be [delivered](Self::deliver).
+    pub(super) fn complete_directly(&self, frame: &[u8]) -> bool {
+        self.completer.get().is_some_and(|c| c.complete(frame))
+    }
+
     pub(super) async fn deliver(&self, frame: Bytes) {
         if self.inbound.send(frame).await.is_err() {
             tracing::debug!("message dropped: the client stopped reading");
