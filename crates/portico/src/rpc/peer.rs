@@ -29,9 +29,10 @@ pub(crate) type LateHook = Arc<dyn Fn(Result<&RawValue, ErrorObject>) + Send + S
 /// A transport's way to send a request from the calling task itself, rather than through the
 /// connection's writer task (see [`Peer::set_direct`]).
 pub(crate) trait DirectSend: Send + Sync + 'static {
-    /// Starts sending `frame`, a request, from the calling task; hands it back when it must go
-    /// through the writer after all (the transport is not ready for it, or is closing).
-    fn send_request(&self, frame: bytes::Bytes) -> Result<(), bytes::Bytes>;
+    /// Starts sending `frame`, the request `id` of `method`, from the calling task; hands it
+    /// back when it must go through the writer after all (the transport is not ready for it,
+    /// or is closing).
+    fn send_request(&self, frame: bytes::Bytes, id: &RequestId, method: &str) -> Result<(), bytes::Bytes>;
 }
 
 /// How long the answer to an abandoned request with a [`LateHook`] is waited for.
@@ -451,7 +452,7 @@ impl Peer {
         };
         match self.shared.direct.get() {
             Some(direct) => {
-                if let Err(bytes) = direct.send_request(bytes::Bytes::from(bytes)) {
+                if let Err(bytes) = direct.send_request(bytes::Bytes::from(bytes), &id, method) {
                     self.send_raw(Vec::from(bytes)).await?;
                 }
             }

@@ -63,12 +63,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use portico_schema::{ErrorCode, methods};
+use portico_schema::{ErrorCode, RequestId, methods};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
-use frame::Outgoing;
+use frame::{OutRequest, Outgoing};
 use shared::{Ends, Shared, Status};
 
 /// How many received messages wait for the client before HTTP reading pauses.
@@ -348,7 +348,7 @@ pub(crate) fn direct_link<W: FrameWriter>(
 struct DirectRequests(Arc<Shared>);
 
 impl crate::rpc::DirectSend for DirectRequests {
-    fn send_request(&self, frame: Bytes) -> Result<(), Bytes> {
+    fn send_request(&self, frame: Bytes, id: &RequestId, method: &str) -> Result<(), Bytes> {
         let shared = &self.0;
         // Before the handshake has ended, requests wait behind `notifications/initialized` in
         // the writer; the legacy transport posts everything in order.
@@ -358,13 +358,18 @@ impl crate::rpc::DirectSend for DirectRequests {
         {
             return Err(frame);
         }
-        match frame::classify(&frame) {
-            Outgoing::Request(req) => {
-                request::spawn(shared.clone(), frame, req);
-                Ok(())
+        let req = if shared.in_session() {
+            // A session's requests get no header from their params (those are the stateless
+            // era's): what the engine says is all, and the frame need not be read again.
+            OutRequest { id: id.clone(), method: method.to_owned(), stateless: None, name: None, arguments: None }
+        } else {
+            match frame::classify(&frame) {
+                Outgoing::Request(req) => req,
+                _ => return Err(frame),
             }
-            _ => Err(frame),
-        }
+        };
+        request::spawn(shared.clone(), frame, req);
+        Ok(())
     }
 }
 

@@ -241,6 +241,11 @@ impl Shared {
         lock(&self.status.0).legacy.is_some()
     }
 
+    /// True once `initialize` has negotiated a version: a session of the handshake era.
+    pub(super) fn in_session(&self) -> bool {
+        lock(&self.status.0).version.is_some()
+    }
+
     pub(super) fn session_id(&self) -> Option<String> {
         lock(&self.status.0).session_id.clone()
     }
