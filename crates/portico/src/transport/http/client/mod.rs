@@ -434,7 +434,8 @@ fn shared_ready(shared: &Result<Arc<Shared>, Misconfigured>) {
 
 impl FrameWriter for HttpClientWriter {
     /// Starts the HTTP exchange of one message and returns: answers arrive through the
-    /// reader. Notifications and responses are posted in the order written.
+    /// reader, or go straight to the waiting call when nothing of their exchange went ahead of
+    /// them (see `direct_link`). Notifications and responses are posted in the order written.
     ///
     /// # Cancel safety
     /// Not cancel safe: a message may be sent or not when the future is dropped.
