@@ -165,6 +165,10 @@ async fn slow_initialized_server(State(order): State<Order>, req: Request) -> Re
             http::StatusCode::ACCEPTED.into_response()
         }
         "tools/list" => json_response(json!({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}})),
+        // A server of the handshake era only: the probe of the stateless era is refused.
+        "server/discover" => json_response(
+            json!({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}),
+        ),
         _ => http::StatusCode::ACCEPTED.into_response(),
     }
 }
@@ -173,9 +177,29 @@ async fn slow_initialized_server(State(order): State<Order>, req: Request) -> Re
 /// their own requests while the GET stream is not open: the first request waits for both.
 #[tokio::test]
 async fn requests_wait_until_initialized_is_taken_and_the_get_stream_is_open() {
+    requests_wait_for_the_handshake(false).await;
+}
+
+/// The same after the client probed for the stateless era (`server/discover`) and the server
+/// refused: the probe, a stateless request, must not let later requests skip the handshake.
+#[tokio::test]
+async fn after_a_refused_probe_requests_wait_until_initialized_is_taken() {
+    requests_wait_for_the_handshake(true).await;
+}
+
+async fn requests_wait_for_the_handshake(probe: bool) {
     let order = Order::default();
     let url = serve(axum::Router::new().fallback(slow_initialized_server).with_state(order.clone())).await;
-    let client = connect(&url).await;
+    let client = if probe {
+        let transport = HttpClientTransport::new(&url);
+        let connecting = Client::builder(Implementation::new("rules", "1"))
+            .era(EraMode::Auto)
+            .request_timeout(Duration::from_secs(10))
+            .connect(transport);
+        tokio::time::timeout(Duration::from_secs(10), connecting).await.expect("in time").expect("connected")
+    } else {
+        connect(&url).await
+    };
     client.list_tools(None).await.expect("listed");
     let seen = order.0.lock().expect("order").clone();
     let at = |what: &str| seen.iter().position(|s| s == what).unwrap_or_else(|| panic!("no {what:?} in {seen:?}"));
@@ -184,6 +208,9 @@ async fn requests_wait_until_initialized_is_taken_and_the_get_stream_is_open() {
         "tools/list overtook notifications/initialized: {seen:?}"
     );
     assert!(at("GET answered") < at("tools/list received"), "tools/list overtook the GET stream: {seen:?}");
+    if probe {
+        assert!(at("server/discover received") < at("initialize received"), "probed first: {seen:?}");
+    }
     client.close().await;
 }
 

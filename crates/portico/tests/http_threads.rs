@@ -91,8 +91,12 @@ impl Stop {
     }
 }
 
+/// Held by the tests that start connection threads: one counts this process's threads.
+static THREADS_OF_ONE_TEST: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test]
 async fn each_connection_stays_on_one_thread_and_connections_take_the_threads_in_turn() {
+    let _alone = THREADS_OF_ONE_TEST.lock().await;
     let threads = ConnectionThreads::start(2).expect("threads");
     assert_eq!(threads.len(), 2);
     let (addr, stop) = serve(ServeOptions::default().with_connection_threads(threads.clone())).await;
@@ -210,6 +214,7 @@ fn relay_blocking(stream: &mut std::net::TcpStream, addr: std::net::SocketAddr) 
 /// here that runtime (the test's own) is blocked for the whole call.
 #[tokio::test]
 async fn an_upstream_call_from_a_connection_thread_needs_nothing_of_the_clients_runtime() {
+    let _alone = THREADS_OF_ONE_TEST.lock().await;
     let (upstream, stop_upstream, upstream_thread) = serve_elsewhere();
     let transport = portico::transport::http::client::HttpClientTransport::new(format!("http://{upstream}/mcp"));
     let client = std::sync::Arc::new(

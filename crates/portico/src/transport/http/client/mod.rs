@@ -351,8 +351,11 @@ impl crate::rpc::DirectSend for DirectRequests {
     fn send_request(&self, frame: Bytes, id: &RequestId, method: &str) -> Result<(), Bytes> {
         let shared = &self.0;
         // Before the handshake has ended, requests wait behind `notifications/initialized` in
-        // the writer; the legacy transport posts everything in order.
-        if !shared.direct_ready.load(std::sync::atomic::Ordering::Acquire)
+        // the writer; the legacy transport posts everything in order. The era's probe and the
+        // handshake itself always go through the writer.
+        if method == methods::SERVER_DISCOVER
+            || method == methods::INITIALIZE
+            || !shared.direct_ready.load(std::sync::atomic::Ordering::Acquire)
             || shared.ends.closed.is_cancelled()
             || shared.is_legacy()
         {
@@ -455,8 +458,13 @@ impl FrameWriter for HttpClientWriter {
         let bytes = Bytes::copy_from_slice(frame);
         match frame::classify(frame) {
             Outgoing::Request(req) if !shared.is_legacy() => {
-                if req.stateless.is_some() {
-                    // The stateless era has no handshake to wait for.
+                if req.method == methods::INITIALIZE {
+                    // A handshake (after a `server/discover` probe the server did not take):
+                    // what follows waits for it again.
+                    shared.direct_ready.store(false, std::sync::atomic::Ordering::Release);
+                } else if req.stateless.is_some() && req.method != methods::SERVER_DISCOVER {
+                    // The stateless era has no handshake to wait for. The probe does not say
+                    // the era: a server that does not take it gets a handshake next.
                     shared_ready(&self.shared);
                 }
                 request::spawn(shared, bytes, req);
