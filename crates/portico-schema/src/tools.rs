@@ -197,7 +197,7 @@ impl CallToolRequestParams {
 }
 
 /// Result of `tools/call`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct CallToolResult {
@@ -218,6 +218,90 @@ pub struct CallToolResult {
     /// Unknown members, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Read member by member, straight from the decoder: a derived `Deserialize` with a flattened
+/// `extra` would first copy the whole result into serde's buffer, content included, and then
+/// decode every member from that copy. A tool result is on every call's path.
+impl<'de> Deserialize<'de> for CallToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = CallToolResult;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a tool result (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
+                use serde::de::Error;
+                fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+                    match slot.replace(value) {
+                        Some(_) => Err(E::duplicate_field(name)),
+                        None => Ok(()),
+                    }
+                }
+                let mut r = CallToolResult::default();
+                let (mut result_type, mut content, mut structured, mut is_error, mut meta) =
+                    (None, None, None, None, None);
+                while let Some(key) = map.next_key::<ResultMember>()? {
+                    match key {
+                        ResultMember::ResultType => {
+                            once(&mut result_type, map.next_value::<Option<ResultType>>()?, "resultType")?;
+                        }
+                        ResultMember::Content => once(&mut content, map.next_value::<Vec<ContentBlock>>()?, "content")?,
+                        ResultMember::StructuredContent => {
+                            once(&mut structured, map.next_value::<Option<Value>>()?, "structuredContent")?;
+                        }
+                        ResultMember::IsError => once(&mut is_error, map.next_value::<Option<bool>>()?, "isError")?,
+                        ResultMember::Meta => once(&mut meta, map.next_value::<Option<Meta>>()?, "_meta")?,
+                        ResultMember::Other(name) => {
+                            let value = map.next_value::<Value>()?;
+                            r.extra.insert(name, value);
+                        }
+                    }
+                }
+                r.content = content.ok_or_else(|| A::Error::missing_field("content"))?;
+                r.result_type = result_type.flatten();
+                r.structured_content = structured.flatten();
+                r.is_error = is_error.flatten();
+                r.meta = meta.flatten();
+                Ok(r)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A member name of a tool result: a known one without an allocation.
+enum ResultMember {
+    ResultType,
+    Content,
+    StructuredContent,
+    IsError,
+    Meta,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for ResultMember {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = ResultMember;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ResultMember, E> {
+                Ok(match name {
+                    "resultType" => ResultMember::ResultType,
+                    "content" => ResultMember::Content,
+                    "structuredContent" => ResultMember::StructuredContent,
+                    "isError" => ResultMember::IsError,
+                    "_meta" => ResultMember::Meta,
+                    other => ResultMember::Other(other.to_owned()),
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
 }
 
 impl CallToolResult {
@@ -305,6 +389,33 @@ crate::impl_result_envelope!(cacheable: ListToolsResult);
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_tool_result_is_read_member_by_member() {
+        let text = r#"{"x-vendor":{"a":[1]},"isError":null,"\u005fmeta":{"k":1},"content":[{"type":"text","text":"hi"}],"structuredContent":{"t":1},"resultType":"complete"}"#;
+        let r: CallToolResult = serde_json::from_str(text).expect("a tool result");
+        assert_eq!(r.content, vec![ContentBlock::text("hi")]);
+        assert_eq!(r.is_error, None);
+        assert_eq!(r.structured_content, Some(json!({"t": 1})));
+        assert_eq!(r.result_type, Some(ResultType::Complete));
+        assert_eq!(r.meta.as_ref().and_then(|m| m.get("k")), Some(&json!(1)));
+        assert_eq!(r.extra.get("x-vendor"), Some(&json!({"a": [1]})));
+        assert_eq!(r.extra.len(), 1);
+        // The same from a value as from text.
+        let from_value: CallToolResult = serde_json::from_value(serde_json::from_str(text).expect("json")).expect("ok");
+        assert_eq!(from_value, r);
+
+        for (bad, why) in [
+            (r#"{"isError":false}"#, "missing field `content`"),
+            (r#"{"content":[],"content":[]}"#, "duplicate field `content`"),
+            (r#"{"content":[],"isError":true,"isError":false}"#, "duplicate field `isError`"),
+            (r#"{"content":[],"isError":"yes"}"#, "invalid type"),
+            (r#"[]"#, "a tool result"),
+        ] {
+            let e = serde_json::from_str::<CallToolResult>(bad).expect_err(bad).to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn result_constructors() {

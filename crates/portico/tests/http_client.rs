@@ -383,6 +383,9 @@ async fn mirrored_param_headers_in_the_stateless_era() {
 async fn a_call_without_listing_first_learns_the_headers() {
     let srv = start(|h| h).await;
     let (client, _) = connect(&srv.url, EraMode::Stateless, Handler::default()).await;
+    // A first call opens the direct way: the next goes out from its caller's task, with the
+    // routing its sender gave, which names no argument to mirror yet.
+    assert_eq!(text(&client.call_tool("echo", json!({"text": "first"})).await.expect("echo")), "first");
     // The server refuses the first attempt (-32020, no Mcp-Param-Region); the transport lists
     // the tools, learns the annotation, and retries.
     let r = client.call_tool("regional", json!({"region": "ap-south"})).await.expect("call");

@@ -22,16 +22,24 @@ use crate::sync::lock;
 /// Params types that carry a request `_meta`.
 pub(super) trait HasMeta {
     fn meta_mut(&mut self) -> &mut Option<RequestMeta>;
+    /// What the request names (a tool, a prompt, a resource), for the transport's routing.
+    fn target(&self) -> Option<&str> {
+        None
+    }
 }
 
 macro_rules! has_meta {
     ($($t:ty),*) => {$(impl HasMeta for $t { fn meta_mut(&mut self) -> &mut Option<RequestMeta> { &mut self.meta } })*};
 }
+macro_rules! has_meta_and_target {
+    ($($t:ty => $target:ident),*) => {$(impl HasMeta for $t {
+        fn meta_mut(&mut self) -> &mut Option<RequestMeta> { &mut self.meta }
+        fn target(&self) -> Option<&str> { Some(&self.$target) }
+    })*};
+}
+has_meta_and_target!(CallToolRequestParams => name, GetPromptRequestParams => name, ReadResourceRequestParams => uri);
 has_meta!(
     PaginatedRequestParams,
-    CallToolRequestParams,
-    GetPromptRequestParams,
-    ReadResourceRequestParams,
     CompleteRequestParams,
     DiscoverRequestParams,
     SubscribeRequestParams,
@@ -138,6 +146,11 @@ impl Inner {
         if let Some(trace) = &call.trace {
             trace.write(&mut params.meta_mut().get_or_insert_with(RequestMeta::new).other);
         }
+        // Given here, where it is known, so that the transport need not read the request again.
+        options.routing = Some(crate::rpc::Routing {
+            stateless: self.version.is_stateless().then(|| self.version.as_str().to_owned()),
+            name: params.target().map(str::to_owned),
+        });
         self.transmit(method, Some(&params), options).await
     }
 
@@ -146,11 +159,13 @@ impl Inner {
         &self,
         method: &str,
         params: Option<&P>,
-        options: RequestOptions,
+        mut options: RequestOptions,
     ) -> Result<Box<RawValue>, Error> {
         let Some(stack) = &self.middleware else {
             return self.peer.request_raw(method, params, options).await;
         };
+        // Middleware may change the request: the transport reads what is sent.
+        options.routing = None;
         let raw = params
             .map(serde_json::value::to_raw_value)
             .transpose()
@@ -416,6 +431,9 @@ pub(super) fn decode<R: DeserializeOwned>(method: &str, raw: &RawValue) -> Resul
 impl<T: HasMeta> HasMeta for &mut T {
     fn meta_mut(&mut self) -> &mut Option<RequestMeta> {
         (**self).meta_mut()
+    }
+    fn target(&self) -> Option<&str> {
+        (**self).target()
     }
 }
 

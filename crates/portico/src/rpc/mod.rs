@@ -29,7 +29,7 @@ pub(crate) use envelope::ResultBytes;
 pub use pause::{PauseGuard, TimeoutPause};
 #[cfg(feature = "http-client")]
 pub(crate) use peer::{Completer, DirectSend};
-pub(crate) use peer::{LateHook, Peer, ProgressSink, RequestOptions};
+pub(crate) use peer::{LateHook, Peer, ProgressSink, RequestOptions, Routing};
 
 /// Limits of one connection.
 #[derive(Debug, Clone)]

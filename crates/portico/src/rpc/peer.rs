@@ -31,8 +31,25 @@ pub(crate) type LateHook = Arc<dyn Fn(Result<&RawValue, ErrorObject>) + Send + S
 pub(crate) trait DirectSend: Send + Sync + 'static {
     /// Starts sending `frame`, the request `id` of `method`, from the calling task; hands it
     /// back when it must go through the writer after all (the transport is not ready for it,
-    /// or is closing).
-    fn send_request(&self, frame: bytes::Bytes, id: &RequestId, method: &str) -> Result<(), bytes::Bytes>;
+    /// or is closing). `routing`, when the sender gave it, says what the transport would
+    /// otherwise read the frame again for.
+    fn send_request(
+        &self,
+        frame: bytes::Bytes,
+        id: &RequestId,
+        method: &str,
+        routing: Option<&Routing>,
+    ) -> Result<(), bytes::Bytes>;
+}
+
+/// What a transport may need to know of a request to send it (HTTP headers of the stateless
+/// era), as its sender knows it: given, the transport need not read the request again.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Routing {
+    /// The protocol version in the request's `_meta`: a request of the stateless era.
+    pub stateless: Option<String>,
+    /// What the request names: the tool called, the prompt got or the resource read.
+    pub name: Option<String>,
 }
 
 /// How long the answer to an abandoned request with a [`LateHook`] is waited for.
@@ -56,6 +73,8 @@ pub(crate) struct RequestOptions {
     pub pause: Option<super::TimeoutPause>,
     /// Told the answer if it comes after the caller stopped waiting.
     pub late: Option<LateHook>,
+    /// What the transport may need of the request, when the sender knows it exactly.
+    pub routing: Option<Routing>,
 }
 
 impl Default for RequestOptions {
@@ -69,6 +88,7 @@ impl Default for RequestOptions {
             id: None,
             pause: None,
             late: None,
+            routing: None,
         }
     }
 }
@@ -137,12 +157,14 @@ pub(crate) struct Completer(std::sync::Weak<PeerShared>);
 
 #[cfg(feature = "http-client")]
 impl Completer {
-    /// Completes the request `frame` answers; false (and nothing done) when `frame` is not a
-    /// single response to a request still waiting, which then goes the usual way.
-    pub(crate) fn complete(&self, frame: &[u8]) -> bool {
+    /// Completes the request `id` with `frame`; false (and nothing done) when `frame` is not a
+    /// single response to `id`, or `id` no longer waits: `frame` then goes the usual way.
+    pub(crate) fn complete(&self, frame: &[u8], id: &RequestId) -> bool {
         let Some(shared) = self.0.upgrade() else { return false };
         match envelope::decode(frame) {
-            envelope::Frame::Single(Ok(envelope::Incoming::Response { id, outcome })) => shared.complete(&id, outcome),
+            envelope::Frame::Single(Ok(envelope::Incoming::Response { id: answered, outcome })) if answered == *id => {
+                shared.complete(id, outcome)
+            }
             _ => false,
         }
     }
@@ -452,7 +474,9 @@ impl Peer {
         };
         match self.shared.direct.get() {
             Some(direct) => {
-                if let Err(bytes) = direct.send_request(bytes::Bytes::from(bytes), &id, method) {
+                if let Err(bytes) =
+                    direct.send_request(bytes::Bytes::from(bytes), &id, method, options.routing.as_ref())
+                {
                     self.send_raw(Vec::from(bytes)).await?;
                 }
             }

@@ -131,6 +131,20 @@ fn text(raw: Option<&RawValue>) -> Option<String> {
 }
 
 /// Classifies a frame the engine wrote, in one pass over it.
+/// True for the methods whose requests name something (`classify` reads the name): a tool,
+/// a prompt, a resource, a task.
+pub(super) fn names_target(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TOOLS_CALL
+            | methods::PROMPTS_GET
+            | methods::RESOURCES_READ
+            | methods::TASKS_GET
+            | methods::TASKS_UPDATE
+            | methods::TASKS_CANCEL
+    )
+}
+
 pub(super) fn classify(frame: &[u8]) -> Outgoing {
     let Ok(env) = serde_json::from_slice::<Envelope<'_>>(frame) else { return Outgoing::Other };
     let Some(method) = env.method else { return Outgoing::Other };

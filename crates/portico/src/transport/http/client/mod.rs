@@ -348,7 +348,13 @@ pub(crate) fn direct_link<W: FrameWriter>(
 struct DirectRequests(Arc<Shared>);
 
 impl crate::rpc::DirectSend for DirectRequests {
-    fn send_request(&self, frame: Bytes, id: &RequestId, method: &str) -> Result<(), Bytes> {
+    fn send_request(
+        &self,
+        frame: Bytes,
+        id: &RequestId,
+        method: &str,
+        routing: Option<&crate::rpc::Routing>,
+    ) -> Result<(), Bytes> {
         let shared = &self.0;
         // Before the handshake has ended, requests wait behind `notifications/initialized` in
         // the writer; the legacy transport posts everything in order. The era's probe and the
@@ -357,22 +363,43 @@ impl crate::rpc::DirectSend for DirectRequests {
             || method == methods::INITIALIZE
             || !shared.direct_ready.load(std::sync::atomic::Ordering::Acquire)
             || shared.ends.closed.is_cancelled()
-            || shared.is_legacy()
         {
             return Err(frame);
         }
-        let req = if shared.in_session() {
+        let (legacy, in_session) = shared.era();
+        if legacy {
+            return Err(frame);
+        }
+        let known = |stateless: Option<String>, name: Option<String>| OutRequest {
+            id: id.clone(),
+            method: method.to_owned(),
+            stateless,
+            name,
+            arguments: None,
+        };
+        let req = match routing {
             // A session's requests get no header from their params (those are the stateless
             // era's): what the engine says is all, and the frame need not be read again.
-            OutRequest { id: id.clone(), method: method.to_owned(), stateless: None, name: None, arguments: None }
-        } else {
-            match frame::classify(&frame) {
+            _ if in_session => known(None, None),
+            // What the sender says is enough unless the tool has arguments to mirror in headers.
+            Some(r) if routed_by(shared, method, r) => known(r.stateless.clone(), r.name.clone()),
+            _ => match frame::classify(&frame) {
                 Outgoing::Request(req) => req,
                 _ => return Err(frame),
-            }
+            },
         };
         request::spawn(shared.clone(), frame, req);
         Ok(())
+    }
+}
+
+/// True when `routing` gives all the headers of a request of `method`: it names what the
+/// method names, and no argument of it is mirrored in a header.
+fn routed_by(shared: &Shared, method: &str, routing: &crate::rpc::Routing) -> bool {
+    match &routing.name {
+        None => !frame::names_target(method),
+        Some(tool) if method == methods::TOOLS_CALL => crate::sync::lock(&shared.mirrors).of(tool).is_empty(),
+        Some(_) => frame::names_target(method),
     }
 }
 

@@ -100,10 +100,21 @@ impl Answer {
     /// Hands the answer to the caller: straight to it when nothing of this exchange went
     /// through the reader before, else through the reader too.
     async fn hand_up(&self, shared: &Shared, frame: Bytes) {
-        if self.capture || (!self.relayed && shared.complete_directly(&frame)) {
+        if self.capture || (!self.relayed && shared.complete_directly(&frame, &self.id)) {
             return;
         }
         shared.deliver(frame).await;
+    }
+
+    /// Completes the caller's request with `frame` when it is this exchange's answer and there
+    /// is nothing to learn from it: read once, not first for its id and then for the caller.
+    fn completes_directly(&mut self, shared: &Shared, frame: &Bytes) -> bool {
+        let learns = self.method == methods::INITIALIZE || (self.stateless && self.method == methods::TOOLS_LIST);
+        if self.capture || self.relayed || learns || !shared.complete_directly(frame, &self.id) {
+            return false;
+        }
+        self.answered = Some(frame.clone());
+        true
     }
 
     /// Answers the request with an error (unless it was answered already).
@@ -126,7 +137,11 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
     let mut answer = Answer::to(req);
     let mut may_renew = true;
     let mut may_refetch = true;
+    // The request as read from `frame` again, when the sender's routing left out arguments a
+    // header now turns out to need.
+    let mut reread: Option<OutRequest> = None;
     loop {
+        let req = reread.as_ref().unwrap_or(req);
         let with_session = req.stateless.is_none() && req.method != methods::INITIALIZE;
         let sid = if with_session { shared.session_id() } else { None };
         let resp = match shared.send_message(frame, Some(req), with_session).await {
@@ -171,6 +186,11 @@ async fn exchange(shared: &Arc<Shared>, frame: &Bytes, req: &OutRequest) {
             if frame::error_code(&body) == Some(ErrorCode::HEADER_MISMATCH.0) {
                 may_refetch = false;
                 if refetch_tools(shared, frame).await {
+                    if req.arguments.is_none()
+                        && let frame::Outgoing::Request(r) = frame::classify(frame)
+                    {
+                        reread = Some(r);
+                    }
                     continue;
                 }
             }
@@ -252,7 +272,9 @@ async fn deliver_json(shared: &Shared, answer: &mut Answer, body: &Bytes, declar
                 answer.deliver(shared, Bytes::copy_from_slice(item.get().as_bytes())).await;
             }
         }
-        // One message: read once, both to know it is JSON and whose response it is.
+        // One message, most often this request's answer.
+        None if answer.completes_directly(shared, body) => {}
+        // Else read once, both to know it is JSON and whose response it is.
         None => match frame::read_incoming(body) {
             Some(response_to) => answer.deliver_read(shared, body.clone(), response_to).await,
             None if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {

@@ -214,13 +214,14 @@ impl Shared {
         self.send(self.post(&self.url, body.clone(), req, with_session)).await
     }
 
-    /// Hands a message to the reader (waits while the client is behind: backpressure).
-    /// Hands `frame`, the answer to a request, straight to its waiting caller; false when
-    /// there is no such caller or no way to, and it must be [delivered](Self::deliver).
-    pub(super) fn complete_directly(&self, frame: &[u8]) -> bool {
-        self.completer.get().is_some_and(|c| c.complete(frame))
+    /// Hands `frame`, the answer to the request `id`, straight to its waiting caller; false
+    /// when it is not that answer, or there is no such caller or no way to, and it must be
+    /// [delivered](Self::deliver).
+    pub(super) fn complete_directly(&self, frame: &[u8], id: &RequestId) -> bool {
+        self.completer.get().is_some_and(|c| c.complete(frame, id))
     }
 
+    /// Hands a message to the reader (waits while the client is behind: backpressure).
     pub(super) async fn deliver(&self, frame: Bytes) {
         if self.inbound.send(frame).await.is_err() {
             tracing::debug!("message dropped: the client stopped reading");
@@ -237,13 +238,15 @@ impl Shared {
         self.ends.dead.cancel();
     }
 
-    pub(super) fn is_legacy(&self) -> bool {
-        lock(&self.status.0).legacy.is_some()
+    /// Whether the legacy transport is in use, and whether a handshake-era session is (one
+    /// lock for both).
+    pub(super) fn era(&self) -> (bool, bool) {
+        let status = lock(&self.status.0);
+        (status.legacy.is_some(), status.version.is_some())
     }
 
-    /// True once `initialize` has negotiated a version: a session of the handshake era.
-    pub(super) fn in_session(&self) -> bool {
-        lock(&self.status.0).version.is_some()
+    pub(super) fn is_legacy(&self) -> bool {
+        lock(&self.status.0).legacy.is_some()
     }
 
     pub(super) fn session_id(&self) -> Option<String> {
