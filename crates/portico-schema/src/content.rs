@@ -548,9 +548,129 @@ impl ContentBlock {
 
 const CONTENT_BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
 
+/// A text block whose `type` comes first, as most servers write it, is read straight from the
+/// decoder; any other block is read into an object first, then decoded as its `type` says.
 impl<'de> Deserialize<'de> for ContentBlock {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let obj = serde_util::object(d)?;
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ContentBlock;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block (a JSON object)")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+                let mut obj = Map::new();
+                match map.next_key::<BlockMember>()? {
+                    Some(BlockMember::Type) => {
+                        let tag: Value = map.next_value()?;
+                        if tag.as_str() == Some(tags::Text::VALUE) {
+                            return TextContent::read_members(map).map(ContentBlock::Text);
+                        }
+                        obj.insert("type".to_owned(), tag);
+                    }
+                    Some(BlockMember::Other(name)) => {
+                        obj.insert(name, map.next_value()?);
+                    }
+                    None => {}
+                }
+                // As any JSON object is read here: a member given twice keeps its last value.
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    obj.insert(name, value);
+                }
+                ContentBlock::from_object(obj)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The first member name of a content block: `type`, or another.
+enum BlockMember {
+    Type,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for BlockMember {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = BlockMember;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<BlockMember, E> {
+                Ok(if name == "type" { BlockMember::Type } else { BlockMember::Other(name.to_owned()) })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl TextContent {
+    /// The members of a text block after its `type`, read one by one.
+    fn read_members<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<TextContent, A::Error> {
+        use serde::de::Error;
+        let mut block = TextContent::default();
+        let (mut text, mut annotations, mut meta) = (None, None, None);
+        // A member given twice keeps its last value, as in any other block.
+        while let Some(name) = map.next_key::<TextMember>()? {
+            match name {
+                TextMember::Type => {
+                    let again: Value = map.next_value()?;
+                    if again.as_str() != Some(tags::Text::VALUE) {
+                        return Err(A::Error::custom(format_args!("a text block's type is given again as {again}")));
+                    }
+                }
+                TextMember::Text => text = Some(map.next_value::<String>()?),
+                TextMember::Annotations => annotations = Some(map.next_value::<Option<Annotations>>()?),
+                TextMember::Meta => meta = Some(map.next_value::<Option<Meta>>()?),
+                TextMember::Other(name) => {
+                    let value = map.next_value::<Value>()?;
+                    block.extra.insert(name, value);
+                }
+            }
+        }
+        block.text = text.ok_or_else(|| A::Error::missing_field("text"))?;
+        block.annotations = annotations.flatten();
+        block.meta = meta.flatten();
+        Ok(block)
+    }
+}
+
+/// A member name of a text block: a known one without an allocation.
+enum TextMember {
+    Type,
+    Text,
+    Annotations,
+    Meta,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for TextMember {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = TextMember;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<TextMember, E> {
+                Ok(match name {
+                    "type" => TextMember::Type,
+                    "text" => TextMember::Text,
+                    "annotations" => TextMember::Annotations,
+                    "_meta" => TextMember::Meta,
+                    other => TextMember::Other(other.to_owned()),
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl ContentBlock {
+    /// The block a whole object is, as its `type` says.
+    fn from_object<E: serde::de::Error>(obj: Map<String, Value>) -> Result<Self, E> {
         match serde_util::str_member(&obj, "type") {
             Some(tags::Text::VALUE) => serde_util::decode(obj).map(ContentBlock::Text),
             Some(tags::Image::VALUE) => serde_util::decode(obj).map(ContentBlock::Image),
@@ -748,5 +868,62 @@ mod tests {
         let v = serde_json::to_value(ContentBlock::resource_link(link.clone())).expect("ser");
         assert_eq!(v, json!({"type": "resource_link", "uri": "file:///x", "name": "x", "mimeType": "text/plain"}));
         assert_eq!(ResourceLink::from(link.to_resource()), link);
+    }
+}
+
+#[cfg(test)]
+mod block_decoding {
+    use super::*;
+    use serde_json::json;
+
+    fn block(text: &str) -> Result<ContentBlock, String> {
+        serde_json::from_str::<ContentBlock>(text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_text_block_reads_the_same_whatever_the_order_of_its_members() {
+        let first = r#"{"type":"text","text":"hi","annotations":{"priority":0.5},"_meta":{"k":1},"x-a":[1]}"#;
+        let later = r#"{"x-a":[1],"_meta":{"k":1},"text":"hi","annotations":{"priority":0.5},"type":"text"}"#;
+        let a = block(first).expect("type first");
+        assert_eq!(block(later).expect("type last"), a);
+        // From a value, as from text.
+        let v: Value = serde_json::from_str(first).expect("json");
+        assert_eq!(serde_json::from_value::<ContentBlock>(v).expect("from a value"), a);
+        let ContentBlock::Text(t) = a else { panic!("a text block") };
+        assert_eq!(t.text, "hi");
+        assert_eq!(t.annotations.and_then(|a| a.priority), Some(0.5));
+        assert_eq!(t.meta.as_ref().and_then(|m| m.get("k")), Some(&json!(1)));
+        assert_eq!(t.extra, Map::from_iter([("x-a".to_owned(), json!([1]))]));
+    }
+
+    #[test]
+    fn a_text_block_keeps_the_last_of_a_repeated_member_and_refuses_a_second_type() {
+        for text in [r#"{"type":"text","text":"a","text":"b"}"#, r#"{"text":"a","type":"text","text":"b"}"#] {
+            assert_eq!(block(text), Ok(ContentBlock::text("b")), "{text}");
+        }
+        assert_eq!(block(r#"{"type":"text","type":"text","text":"b"}"#), Ok(ContentBlock::text("b")));
+        let e = block(r#"{"type":"text","text":"a","type":"image"}"#).expect_err("two types");
+        assert!(e.contains("given again"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_block_says_what_is_wrong() {
+        for (text, why) in [
+            (r#"{"type":"text"}"#, "missing field `text`"),
+            (r#"{"type":"text","text":7}"#, "invalid type"),
+            (r#"{"type":"video","text":"a"}"#, "unknown content block type \"video\""),
+            (r#"{"text":"a"}"#, "missing its \"type\" member"),
+            (r#"{}"#, "missing its \"type\" member"),
+            (r#"{"type":7}"#, "missing its \"type\" member"),
+            ("[]", "a content block"),
+        ] {
+            let e = block(text).expect_err(text);
+            assert!(e.contains(why), "{text}: {e}");
+        }
+        // Other kinds still read through the object.
+        assert_eq!(
+            block(r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#),
+            Ok(ContentBlock::image("AA==", "image/png"))
+        );
     }
 }
