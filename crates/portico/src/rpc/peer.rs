@@ -462,6 +462,13 @@ impl Peer {
         let progress_seen = options.progress.as_ref().map(|_| Arc::new(tokio::sync::Notify::new()));
         lock(&self.shared.pending)
             .insert(id.clone(), Pending { waiter: Waiter::Caller(tx), progress_seen: progress_seen.clone() });
+        // A close, or the end of the peer's input, fails the requests it finds waiting: one
+        // entered just after would wait for nothing. Both set their flag before they look, so
+        // asking again now that this one is entered leaves no gap (and nothing else to watch).
+        if self.is_closed() || self.shared.input_closed.load(Ordering::SeqCst) {
+            lock(&self.shared.pending).remove(&id);
+            return Err(self.closed_error());
+        }
         if let Some((token, sink)) = &options.progress {
             lock(&self.shared.progress).insert(token.clone(), (sink.clone(), id.clone()));
         }
@@ -486,7 +493,8 @@ impl Peer {
         let start = Instant::now();
         let hard = options.max_total.map(|m| start + m);
         let mut deadline = start + options.timeout;
-        let outside = options.cancel.unwrap_or_default();
+        // No token of its own when none was given: nothing to make, nothing to wait on.
+        let outside = options.cancel;
         let pause = options.pause;
         loop {
             // Made before reading whether it is held, so a change in between is not missed.
@@ -535,13 +543,14 @@ impl Peer {
                     drop(guard);
                     return Err(Error::new(ErrorKind::Timeout, format!("{method} timed out")));
                 }
-                _ = outside.cancelled() => {
+                () = async {
+                    match &outside {
+                        Some(token) => token.cancelled().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
                     drop(guard);
                     return Err(Error::new(ErrorKind::Cancelled, format!("{method} cancelled")));
-                }
-                _ = self.shared.closed.cancelled() => {
-                    guard.disarm_pending();
-                    return Err(self.closed_error());
                 }
             }
         }

@@ -174,6 +174,33 @@ async fn peer_vanishing_fails_pending_requests() {
 }
 
 #[tokio::test]
+async fn a_request_started_as_the_connection_closes_fails_at_once() {
+    // The close comes after the request's first look at the connection and before the
+    // request is entered among those waiting (its params are serialized in between), so the
+    // close finds nothing to fail. The request must still fail at once, not after its timeout
+    // (a minute), now that nothing waits on the close itself.
+    struct ClosesTheConnection(Peer);
+    impl serde::Serialize for ClosesTheConnection {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.close("closed while a request was being sent");
+            s.serialize_map(Some(0))?.end()
+        }
+    }
+    use serde::ser::SerializeMap;
+    let (client, _server, _) = pair();
+    let params = ClosesTheConnection(client.clone());
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.request::<_, Value>("sleep", Some(&params), RequestOptions::default()),
+    )
+    .await
+    .expect("failed at once, not after the timeout");
+    let e = outcome.expect_err("closed");
+    assert!(e.is_closed(), "{e:?}");
+    assert_eq!(client.pending_len(), 0, "nothing left waiting");
+}
+
+#[tokio::test]
 async fn raw_wire_errors() {
     use crate::transport::{FrameReader, FrameWriter, Transport};
     let (a, b) = memory::pair();
