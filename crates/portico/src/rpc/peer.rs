@@ -45,6 +45,7 @@ pub(crate) trait DirectSend: Send + Sync + 'static {
 /// What a transport may need to know of a request to send it (HTTP headers of the stateless
 /// era), as its sender knows it: given, the transport need not read the request again.
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(not(feature = "http-client"), allow(dead_code))] // read by the HTTP client alone
 pub(crate) struct Routing {
     /// The protocol version in the request's `_meta`: a request of the stateless era.
     pub stateless: Option<String>,
