@@ -130,7 +130,6 @@ fn text(raw: Option<&RawValue>) -> Option<String> {
     raw.map(RawValue::get).and_then(ParamsPeek::string).map(Cow::into_owned)
 }
 
-/// Classifies a frame the engine wrote, in one pass over it.
 /// True for the methods whose requests name something (`classify` reads the name): a tool,
 /// a prompt, a resource, a task.
 pub(super) fn names_target(method: &str) -> bool {
@@ -145,6 +144,7 @@ pub(super) fn names_target(method: &str) -> bool {
     )
 }
 
+/// Classifies a frame the engine wrote, in one pass over it.
 pub(super) fn classify(frame: &[u8]) -> Outgoing {
     let Ok(env) = serde_json::from_slice::<Envelope<'_>>(frame) else { return Outgoing::Other };
     let Some(method) = env.method else { return Outgoing::Other };
