@@ -584,25 +584,10 @@ impl<'de> Deserialize<'de> for ContentBlock {
     }
 }
 
-/// The first member name of a content block: `type`, or another.
-enum BlockMember {
-    Type,
-    Other(String),
-}
-
-impl<'de> Deserialize<'de> for BlockMember {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = BlockMember;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<BlockMember, E> {
-                Ok(if name == "type" { BlockMember::Type } else { BlockMember::Other(name.to_owned()) })
-            }
-        }
-        d.deserialize_identifier(V)
+crate::serde_util::member_names! {
+    /// The first member name of a content block: `type`, or another.
+    enum BlockMember {
+        Type = "type",
     }
 }
 
@@ -637,34 +622,13 @@ impl TextContent {
     }
 }
 
-/// A member name of a text block: a known one without an allocation.
-enum TextMember {
-    Type,
-    Text,
-    Annotations,
-    Meta,
-    Other(String),
-}
-
-impl<'de> Deserialize<'de> for TextMember {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = TextMember;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<TextMember, E> {
-                Ok(match name {
-                    "type" => TextMember::Type,
-                    "text" => TextMember::Text,
-                    "annotations" => TextMember::Annotations,
-                    "_meta" => TextMember::Meta,
-                    other => TextMember::Other(other.to_owned()),
-                })
-            }
-        }
-        d.deserialize_identifier(V)
+crate::serde_util::member_names! {
+    /// A member name of a text block.
+    enum TextMember {
+        Type = "type",
+        Text = "text",
+        Annotations = "annotations",
+        Meta = "_meta",
     }
 }
 

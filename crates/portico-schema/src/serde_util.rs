@@ -38,6 +38,38 @@ macro_rules! literal_tags {
     )*};
 }
 
+/// Declares an enum of the member names a hand-written decoder knows, read as an identifier:
+/// a known name costs no allocation, any other is kept as `Other`.
+macro_rules! member_names {
+    ($(#[$doc:meta])* enum $name:ident { $($variant:ident = $lit:literal,)* }) => {
+        $(#[$doc])*
+        enum $name {
+            $($variant,)*
+            Other(String),
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl serde::de::Visitor<'_> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a member name")
+                    }
+                    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<$name, E> {
+                        Ok(match name {
+                            $($lit => $name::$variant,)*
+                            other => $name::Other(other.to_owned()),
+                        })
+                    }
+                }
+                d.deserialize_identifier(V)
+            }
+        }
+    };
+}
+pub(crate) use member_names;
+
 /// The literal discriminators used across the crate.
 pub(crate) mod tags {
     literal_tags! {

@@ -271,36 +271,14 @@ impl<'de> Deserialize<'de> for CallToolResult {
     }
 }
 
-/// A member name of a tool result: a known one without an allocation.
-enum ResultMember {
-    ResultType,
-    Content,
-    StructuredContent,
-    IsError,
-    Meta,
-    Other(String),
-}
-
-impl<'de> Deserialize<'de> for ResultMember {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = ResultMember;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ResultMember, E> {
-                Ok(match name {
-                    "resultType" => ResultMember::ResultType,
-                    "content" => ResultMember::Content,
-                    "structuredContent" => ResultMember::StructuredContent,
-                    "isError" => ResultMember::IsError,
-                    "_meta" => ResultMember::Meta,
-                    other => ResultMember::Other(other.to_owned()),
-                })
-            }
-        }
-        d.deserialize_identifier(V)
+crate::serde_util::member_names! {
+    /// A member name of a tool result.
+    enum ResultMember {
+        ResultType = "resultType",
+        Content = "content",
+        StructuredContent = "structuredContent",
+        IsError = "isError",
+        Meta = "_meta",
     }
 }
 
