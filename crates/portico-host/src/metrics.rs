@@ -34,14 +34,14 @@ const BUCKETS: [f64; 14] = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0
 struct ServerOp {
     mcp_method_name: &'static str,
     gen_ai_tool_name: String,
-    error_type: String,
+    error_type: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ClientOp {
     mcp_method_name: &'static str,
     server: String,
-    error_type: String,
+    error_type: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -106,22 +106,18 @@ impl Metrics {
         };
         let elapsed = call.started.elapsed().unwrap_or_default();
         self.server
-            .get_or_create(&ServerOp {
-                mcp_method_name: method,
-                gen_ai_tool_name: tool,
-                error_type: error_type.to_owned(),
-            })
+            .get_or_create(&ServerOp { mcp_method_name: method, gen_ai_tool_name: tool, error_type })
             .observe(elapsed.as_secs_f64());
         self.calls.get_or_create(&Calls { mcp_method_name: method, server: call.origin.server.clone(), status }).inc();
     }
 
     /// Records the upstream's part of a call to `server`.
-    pub(crate) fn upstream(&self, method: Method, server: &str, took: Duration, error_type: Option<&str>) {
+    pub(crate) fn upstream(&self, method: Method, server: &str, took: Duration, error_type: Option<&'static str>) {
         self.client
             .get_or_create(&ClientOp {
                 mcp_method_name: method.as_str(),
                 server: server.to_owned(),
-                error_type: error_type.unwrap_or_default().to_owned(),
+                error_type: error_type.unwrap_or_default(),
             })
             .observe(took.as_secs_f64());
     }

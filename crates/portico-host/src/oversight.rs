@@ -148,17 +148,23 @@ impl Supervisor {
         )))
     }
 
-    /// The decision as the log records it, or a refusal when its rate limit is reached.
+    /// The decision as the log records it (`null` with the log off: nothing reads it), or a
+    /// refusal when its rate limit is reached.
     fn rated(&self, decision: &crate::policy::Decision, req: &Request<'_>) -> Result<Value, Verdict> {
-        let mut record = json!({
-            "action": decision.action.as_str(),
-            "source": decision.source.to_string(),
-            "reason": decision.reason,
-            "always": decision.always,
-        });
+        let mut record = match self.audit {
+            Some(_) => json!({
+                "action": decision.action.as_str(),
+                "source": decision.source.to_string(),
+                "reason": decision.reason,
+                "always": decision.always,
+            }),
+            None => Value::Null,
+        };
         if let Err(wait) = self.rates.check(decision, req) {
-            record["action"] = json!("deny");
-            record["rate_limited"] = json!(true);
+            if self.audit.is_some() {
+                record["action"] = json!("deny");
+                record["rate_limited"] = json!(true);
+            }
             let mut v = Verdict::deny(format!("rate limit reached; try again in {:.1} s", wait.as_secs_f64()));
             v.record = record;
             return Err(v);

@@ -72,6 +72,34 @@ async fn a_call_to_a_switched_off_tool_is_refused_and_recorded() {
     host.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_over_its_rate_limit_is_recorded_as_denied() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = common::config_in(
+        dir.path(),
+        &format!(
+            "[[policy.rules]]\nname = \"once\"\ndecision = \"allow\"\nrate = \"1/h\"\n\n{}",
+            common::everything("ev", "")
+        ),
+    );
+    let log = AuditLog::open(&RawAudit::default(), &config.gateway.state_dir).await.expect("log");
+    let supervisor = Arc::new(Supervisor::new(&config).expect("supervisor").with_audit(log));
+    let host = Host::with_oversight(config, supervisor.clone());
+    host.ready(Duration::from_secs(60)).await;
+    let first = host.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(first.structured_content, Some(json!({"sum": 3})));
+    let second = host.call_tool("ev__add", json!({"a": 1, "b": 2}), None).await;
+    assert_eq!(second.is_error, Some(true));
+    let log = supervisor.audit().expect("log");
+    log.flush().await.expect("flush");
+    let mut records = log.query(&Filter::new()).await.expect("query");
+    records.sort_by_key(|r| r.seq);
+    let seen: Vec<_> = records.iter().map(|r| (r.status.as_str(), r.decision.as_deref())).collect();
+    assert_eq!(seen, [("success", Some("allow")), ("denied", Some("deny"))]);
+    assert!(records.iter().all(|r| r.json()["policy.rule"] == "rule `once` (policy.rules[0])"), "{records:?}");
+    host.shutdown().await;
+}
+
 /// A record says what carried the call (OpenTelemetry's `network.transport`): `tcp` through the
 /// gateway's Streamable HTTP endpoint, nothing for a client within the process.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
