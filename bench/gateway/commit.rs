@@ -36,45 +36,80 @@ pub async fn measure(dir: &Path, commits: usize, bytes: usize) -> Result<Floor, 
 }
 
 async fn measure_in(state: &Path, commits: usize, bytes: usize) -> Result<Floor, String> {
-    std::fs::create_dir_all(state).map_err(|e| format!("{}: {e}", state.display()))?;
-    // The log makes its database with its own schema; then it is closed and written bare.
-    let log = portico_host::audit::AuditLog::open(&portico_host::audit::RawAudit::default(), state)
-        .await
-        .map_err(|e| format!("opening a log in {}: {e}", state.display()))?;
-    log.close().await.map_err(|e| format!("closing the log: {e}"))?;
-    let path = state.join("audit.db");
-    let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
-    let mut c = Connection::open(&path).map_err(err)?;
-    c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)).map_err(err)?;
-    c.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
-    c.pragma_update(None, "cache_size", -32_768).map_err(err)?;
-    c.pragma_update(None, "wal_autocheckpoint", 8192).map_err(err)?;
-    let text = "x".repeat(bytes);
-    let hash = [7u8; 32];
+    let mut log = Log::open(state, bytes).await?;
     let mut took = Vec::with_capacity(commits);
-    for seq in 1..=commits {
+    for _ in 0..commits {
+        let start = Instant::now();
+        log.commit()?;
+        took.push(start.elapsed());
+    }
+    log.check(commits)?;
+    drop(log);
+    took.sort_unstable();
+    let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
+    Ok(Floor { commits, p50: at(0.50).unwrap_or_default(), p99: at(0.99).unwrap_or_default() })
+}
+
+/// A new activity log's database, written bare: one record per [`commit`](Log::commit), one
+/// transaction each.
+pub struct Log {
+    c: Connection,
+    path: std::path::PathBuf,
+    text: String,
+    seq: u64,
+}
+
+impl Log {
+    /// Makes a log in `state` (a directory, made if missing) with its own schema (by
+    /// `portico_host::audit::AuditLog::open`), closes it and opens its database bare: WAL,
+    /// `synchronous = NORMAL`, the log's cache size, SQLite's checkpoint on commit.
+    pub async fn open(state: &Path, bytes: usize) -> Result<Log, String> {
+        std::fs::create_dir_all(state).map_err(|e| format!("{}: {e}", state.display()))?;
+        let log = portico_host::audit::AuditLog::open(&portico_host::audit::RawAudit::default(), state)
+            .await
+            .map_err(|e| format!("opening a log in {}: {e}", state.display()))?;
+        log.close().await.map_err(|e| format!("closing the log: {e}"))?;
+        let path = state.join("audit.db");
+        let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+        let c = Connection::open(&path).map_err(err)?;
+        c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)).map_err(err)?;
+        c.pragma_update(None, "synchronous", "NORMAL").map_err(err)?;
+        c.pragma_update(None, "cache_size", -32_768).map_err(err)?;
+        c.pragma_update(None, "wal_autocheckpoint", 8192).map_err(err)?;
+        Ok(Log { c, path, text: "x".repeat(bytes), seq: 0 })
+    }
+
+    /// Commits the next record alone.
+    pub fn commit(&mut self) -> Result<(), String> {
+        let path = &self.path;
+        let err = |e: rusqlite::Error| format!("{}: {e}", path.display());
+        self.seq += 1;
+        let seq = self.seq;
         // Ids and times that grow as the log's do (ULIDs; microseconds since the epoch).
         let id = format!("01JD{seq:022}");
         let ts = 1_795_000_000_000_000_i64 + i64::try_from(seq).unwrap_or(0) * 50;
-        let start = Instant::now();
-        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        let hash = [7u8; 32];
+        let tx = self.c.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         tx.prepare_cached(
             "INSERT INTO audit_records (seq, id, ts, method, server, tool, principal, decision, status, record, hash)
              VALUES (?1, ?2, ?3, 'tools/call', 'bench', 'echo', 'local', 'allow', 'ok', ?4, ?5)",
         )
-        .and_then(|mut st| st.execute(params![i64::try_from(seq).unwrap_or(i64::MAX), id, ts, text, &hash[..]]))
+        .and_then(|mut st| st.execute(params![i64::try_from(seq).unwrap_or(i64::MAX), id, ts, self.text, &hash[..]]))
         .map_err(err)?;
-        tx.commit().map_err(err)?;
-        took.push(start.elapsed());
+        tx.commit().map_err(err)
     }
-    let stored: i64 = c.query_row("SELECT count(*) FROM audit_records", [], |r| r.get(0)).map_err(err)?;
-    if usize::try_from(stored).ok() != Some(commits) {
-        return Err(format!("{stored} records stored of {commits} committed"));
+
+    /// Checks that the log holds `commits` records.
+    pub fn check(&self, commits: usize) -> Result<(), String> {
+        let stored: i64 = self
+            .c
+            .query_row("SELECT count(*) FROM audit_records", [], |r| r.get(0))
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        if usize::try_from(stored).ok() != Some(commits) {
+            return Err(format!("{stored} records stored of {commits} committed"));
+        }
+        Ok(())
     }
-    drop(c);
-    took.sort_unstable();
-    let at = |q: f64| took.get(((took.len() as f64 * q) as usize).min(took.len().saturating_sub(1))).copied();
-    Ok(Floor { commits, p50: at(0.50).unwrap_or_default(), p99: at(0.99).unwrap_or_default() })
 }
 
 /// `bench-gateway commit [--commits N] [--bytes B] [DIR]`.

@@ -11,8 +11,14 @@
 //!
 //! Its p50 added at one call in flight, measured in the same run as the gateway's, is the floor
 //! of the gateway's latency target over HTTP.
+//!
+//! `--commit DIR` adds the least a log that records each call before answering it must do: each
+//! `tools/call` answer waits, on the relay's one thread, for the commit of one record (the size
+//! of an echo call's, [`crate::commit::Log`]) into a new log's database in `DIR`.
 
+use std::cell::RefCell;
 use std::convert::Infallible;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
 
@@ -26,22 +32,38 @@ use tokio::sync::Mutex;
 
 pub fn main(mut args: impl Iterator<Item = String>) -> ExitCode {
     let ports = (args.next().and_then(|p| p.parse::<u16>().ok()), args.next().and_then(|p| p.parse::<u16>().ok()));
-    let (Some(upstream), Some(port)) = ports else {
-        eprintln!("usage: bench-gateway http-relay UPSTREAM_PORT PORT");
+    let commit = match (args.next().as_deref(), args.next(), args.next()) {
+        (None, _, _) => Some(None),
+        (Some("--commit"), Some(dir), None) => Some(Some(PathBuf::from(dir))),
+        _ => None,
+    };
+    let ((Some(upstream), Some(port)), Some(commit)) = (ports, commit) else {
+        eprintln!("usage: bench-gateway http-relay UPSTREAM_PORT PORT [--commit DIR]");
         return ExitCode::from(64);
     };
-    crate::subcommand("http-relay", serve(upstream, port))
+    crate::subcommand("http-relay", serve(upstream, port, commit))
 }
 
-/// Parses a JSON body and writes it again: what any gateway that reads messages does.
-fn reparse(body: &[u8]) -> Result<Bytes, String> {
+/// Parses a JSON body and writes it again: what any gateway that reads messages does. Also
+/// whether it is a `tools/call`.
+fn reparse(body: &[u8]) -> Result<(Bytes, bool), String> {
     let v: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("not JSON: {e}"))?;
-    serde_json::to_vec(&v).map(Bytes::from).map_err(|e| e.to_string())
+    let call = v.get("method").and_then(serde_json::Value::as_str) == Some("tools/call");
+    serde_json::to_vec(&v).map(|b| (Bytes::from(b), call)).map_err(|e| e.to_string())
 }
 
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-async fn serve(upstream: u16, port: u16) -> Result<(), String> {
+/// The log of `--commit`, shared by the relay's connections (all on its one thread).
+type Log = Rc<RefCell<crate::commit::Log>>;
+
+async fn serve(upstream: u16, port: u16, commit: Option<PathBuf>) -> Result<(), String> {
+    let log: Option<Log> = match commit {
+        Some(dir) => {
+            Some(Rc::new(RefCell::new(crate::commit::Log::open(&dir, crate::commit::ECHO_RECORD_BYTES).await?)))
+        }
+        None => None,
+    };
     let listener =
         tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| format!("bind 127.0.0.1:{port}: {e}"))?;
     let local = tokio::task::LocalSet::new();
@@ -52,10 +74,12 @@ async fn serve(upstream: u16, port: u16) -> Result<(), String> {
                 let _ = tcp.set_nodelay(true);
                 // The upstream connection of this downstream connection, made at its first request.
                 let to: Rc<Mutex<Option<Sender>>> = Rc::new(Mutex::new(None));
+                let log = log.clone();
                 let service = hyper::service::service_fn(move |req| {
                     let to = to.clone();
+                    let log = log.clone();
                     async move {
-                        Ok::<_, Infallible>(match relay(req, upstream, &to).await {
+                        Ok::<_, Infallible>(match relay(req, upstream, &to, log.as_ref()).await {
                             Ok(r) => r,
                             Err(e) => {
                                 eprintln!("http-relay: {e}");
@@ -79,10 +103,11 @@ async fn relay(
     req: Request<Incoming>,
     upstream: u16,
     to: &Mutex<Option<Sender>>,
+    log: Option<&Log>,
 ) -> Result<Response<Full<Bytes>>, String> {
     let (parts, body) = req.into_parts();
     let body = body.collect().await.map_err(|e| format!("request body: {e}"))?.to_bytes();
-    let body = if body.is_empty() { body } else { reparse(&body)? };
+    let (body, call) = if body.is_empty() { (body, false) } else { reparse(&body)? };
     let mut out = Request::builder().method(parts.method).uri(parts.uri.path());
     for (name, value) in &parts.headers {
         if name != CONTENT_LENGTH && name != TRANSFER_ENCODING {
@@ -108,7 +133,10 @@ async fn relay(
     let (parts, body) = answer.into_parts();
     let body = body.collect().await.map_err(|e| format!("response body: {e}"))?.to_bytes();
     let json = parts.headers.get(CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
-    let body = if json && !body.is_empty() { reparse(&body)? } else { body };
+    let body = if json && !body.is_empty() { reparse(&body)?.0 } else { body };
+    if let Some(log) = log.filter(|_| call) {
+        log.borrow_mut().commit()?;
+    }
     let mut r = Response::new(Full::new(body));
     *r.status_mut() = parts.status;
     for (name, value) in &parts.headers {

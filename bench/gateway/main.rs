@@ -13,8 +13,8 @@
 //! ```text
 //! bench-gateway [OPTIONS] --bin DIR --portico PATH     # DIR: bench-server, raw-echo, http-echo
 //! bench-gateway upstream [--tools N]                   # a small MCP server on stdio: echo + N-1 no-ops
-//! bench-gateway relay COMMAND [ARGS...]                # the floor: a bare JSON-RPC relay (relay.rs)
-//! bench-gateway http-relay UPSTREAM_PORT PORT          # the HTTP floor: a bare relay between two HTTP hops (http_relay.rs)
+//! bench-gateway relay [--commit DIR] COMMAND [ARGS...] # the floor: a bare JSON-RPC relay (relay.rs)
+//! bench-gateway http-relay UPSTREAM_PORT PORT [--commit DIR] # the HTTP floor: a bare relay between two HTTP hops (http_relay.rs)
 //! bench-gateway commit [--commits N] [--bytes B] [DIR] # the floor of a log that commits each call alone (commit.rs)
 //!
 //! OPTIONS
@@ -777,6 +777,21 @@ async fn commit_floor(
     Ok(())
 }
 
+/// With the log on: what the bare relay that commits one record a call (`committing`, at one in
+/// flight) adds at p99, against the gateway's p99 budget.
+fn committed_floor(transport: &str, direct1: &Line, committing: &Line, verdicts: &mut Vec<String>) {
+    let (added, budget) = (committing.row.p99_us - direct1.row.p99_us, 2.0 * direct1.row.p99_us);
+    verdicts.push(format!(
+        "{transport}: floor with the log on: the bare relay committing one record a call adds {added:.1} µs at p99 (ratio to that budget {:.2}){}",
+        added / budget,
+        if added > budget {
+            ": the target is out of reach for a gateway whose calls wait for their record's commit"
+        } else {
+            ""
+        }
+    ));
+}
+
 /// The stdio rows over the upstream `direct` (its process named `child`; "": whatever the one
 /// child is): the raw pipe echo, then direct, through the gateway and through the bare relay at
 /// 1 and at 64 in flight, each round interleaved.
@@ -800,9 +815,16 @@ async fn stdio_table(
     let mut relay = vec![me.to_string_lossy().into_owned(), "relay".to_owned()];
     relay.extend(upstream.iter().cloned());
     let relay = o.place.middle(relay);
+    // With the log on, an eighth row: the bare relay committing one record a call.
+    let logged = o.audit == Audit::Written;
+    let state = dir.join("relay-commit");
+    let mut committing = vec![me.to_string_lossy().into_owned(), "relay".to_owned(), "--commit".to_owned()];
+    committing.push(state.to_string_lossy().into_owned());
+    committing.extend(upstream.iter().cloned());
+    let committing = o.place.middle(committing);
     let raw = o.place.middle(vec![o.bin.join("raw-echo").to_string_lossy().into_owned()]);
     let direct = &o.place.middle(direct.to_vec());
-    let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 7];
+    let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); if logged { 8 } else { 7 }];
     for round in 0..o.rounds {
         eprintln!("stdio ({}), round {}/{}", direct.join(" "), round + 1, o.rounds);
         rounds[0].push(stdio_row(&raw, Era::Handshake, 1, Layout::Raw, o).await.map_err(|e| format!("raw-echo: {e}"))?);
@@ -820,19 +842,24 @@ async fn stdio_table(
                     .map_err(|e| format!("relay: {e}"))?,
             );
         }
+        if logged {
+            let _ = std::fs::remove_dir_all(&state);
+            let r = stdio_row(&committing, o.era, 1, Layout::RelayChild(child), o).await;
+            let _ = std::fs::remove_dir_all(&state);
+            rounds[7].push(r.map_err(|e| format!("relay with commits: {e}"))?);
+        }
     }
-    Ok(lines(
-        &[
-            ("raw pipe echo", 1),
-            ("direct", 1),
-            ("gateway", 1),
-            ("floor: bare relay", 1),
-            ("direct", 64),
-            ("gateway", 64),
-            ("floor: bare relay", 64),
-        ],
-        &rounds,
-    ))
+    let labels = [
+        ("raw pipe echo", 1),
+        ("direct", 1),
+        ("gateway", 1),
+        ("floor: bare relay", 1),
+        ("direct", 64),
+        ("gateway", 64),
+        ("floor: bare relay", 64),
+        ("floor: relay + commit", 1),
+    ];
+    Ok(lines(&labels[..rounds.len()], &rounds))
 }
 
 async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
@@ -865,6 +892,7 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         judge("stdio", &rows[0], &rows[1], &rows[2], &[&rows[5]], Some((&rows[3], &rows[6])), &mut verdicts);
         if o.audit == Audit::Written {
             commit_floor("stdio", dir, &rows[0], &rows[1], &rows[3], &mut verdicts).await?;
+            committed_floor("stdio", &rows[1], &rows[7], &mut verdicts);
         }
         if let Some(python) = &o.python {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("gateway/py_echo.py");
@@ -883,6 +911,9 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
                 Some((&rows[3], &rows[6])),
                 &mut verdicts,
             );
+            if let Some(committing) = rows.get(7) {
+                committed_floor("stdio, Python upstream", &rows[1], committing, &mut verdicts);
+            }
         }
     }
 
@@ -892,7 +923,9 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
         // the default for HTTP upstreams; `max_clients` raised from 16 to the 64 sessions).
         let shared = "shared = true\n";
         let per_client = "isolate = \"per-client\"\nmax_clients = 64\n";
-        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); 8];
+        // With the log on, a ninth row: the bare relay committing one record a call.
+        let logged = o.audit == Audit::Written;
+        let mut rounds: Vec<Vec<Row>> = vec![Vec::new(); if logged { 9 } else { 8 }];
         let me = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
         for round in 0..o.rounds {
             eprintln!("http, round {}/{}", round + 1, o.rounds);
@@ -943,20 +976,27 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
                     stop_gateway(gateway).await;
                     rounds[i].push(r.map_err(|e| format!("gateway: {e}"))?);
                 }
-                // The floor: a bare relay between the same two hops.
-                for (i, conns) in [(6, 1), (7, 64)] {
-                    let relay = start_http(
-                        &o.place.middle(vec![
-                            me.to_string_lossy().into_owned(),
-                            "http-relay".into(),
-                            upstream.port.to_string(),
-                            "{port}".into(),
-                        ]),
-                        o.era,
-                    )
-                    .await?;
+                // The floor: a bare relay between the same two hops; with the log on, also one
+                // that commits a record for each call before it answers.
+                let floors = [(6, 1, false), (7, 64, false), (8, 1, true)];
+                for (i, conns, commits) in floors.into_iter().filter(|f| logged || !f.2) {
+                    let mut command = vec![
+                        me.to_string_lossy().into_owned(),
+                        "http-relay".into(),
+                        upstream.port.to_string(),
+                        "{port}".into(),
+                    ];
+                    let state = dir.join("relay-commit");
+                    if commits {
+                        let _ = std::fs::remove_dir_all(&state);
+                        command.extend(["--commit".to_owned(), state.to_string_lossy().into_owned()]);
+                    }
+                    let relay = start_http(&o.place.middle(command), o.era).await?;
                     let r = http_row(&relay, o.era, conns, Some(upstream.pid), o).await;
                     relay.stop().await;
+                    if commits {
+                        let _ = std::fs::remove_dir_all(&state);
+                    }
                     rounds[i].push(r.map_err(|e| format!("http relay: {e}"))?);
                 }
                 Ok::<_, String>(())
@@ -968,26 +1008,26 @@ async fn run(o: &Opts, dir: &Path) -> Result<(), String> {
             }
             result?;
         }
-        let rows = lines(
-            &[
-                ("hyper echo", 1),
-                ("direct", 1),
-                ("gateway (shared)", 1),
-                ("direct", 64),
-                ("gateway (shared)", 64),
-                ("gateway (per-client)", 64),
-                ("floor: bare relay", 1),
-                ("floor: bare relay", 64),
-            ],
-            &rounds,
-        );
+        let labels = [
+            ("hyper echo", 1),
+            ("direct", 1),
+            ("gateway (shared)", 1),
+            ("direct", 64),
+            ("gateway (shared)", 64),
+            ("gateway (per-client)", 64),
+            ("floor: bare relay", 1),
+            ("floor: bare relay", 64),
+            ("floor: relay + commit", 1),
+        ];
+        let rows = lines(&labels[..rounds.len()], &rounds);
         print_table(
             "Streamable HTTP: driver ⇄ [portico serve --http | bare relay ⇄] bench-server http (echo; N in flight = N connections, each its session)",
             &rows,
         );
         judge("HTTP", &rows[0], &rows[1], &rows[2], &[&rows[4], &rows[5]], Some((&rows[6], &rows[7])), &mut verdicts);
-        if o.audit == Audit::Written {
+        if logged {
             commit_floor("HTTP", dir, &rows[0], &rows[1], &rows[6], &mut verdicts).await?;
+            committed_floor("HTTP", &rows[1], &rows[8], &mut verdicts);
         }
     }
 

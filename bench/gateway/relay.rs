@@ -10,9 +10,15 @@
 //!
 //! Its CPU per call, measured in the same run as the gateway's, is the floor of the gateway's
 //! CPU target: a gateway that parses messages cannot cost less than this.
+//!
+//! `bench-gateway relay --commit DIR COMMAND [ARGS...]` adds the least a log that records each
+//! call before answering it must do: each `tools/call` answer waits, on the relay's one thread,
+//! for the commit of one record (the size of an echo call's, [`crate::commit::Log`]) into a new
+//! log's database in `DIR`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 
 use serde_json::Value;
@@ -22,12 +28,16 @@ use tokio::process::Command;
 use crate::conn::Lines;
 
 pub fn main(args: impl Iterator<Item = String>) -> ExitCode {
-    let argv: Vec<String> = args.collect();
-    if argv.is_empty() {
-        eprintln!("usage: bench-gateway relay COMMAND [ARGS...]");
+    let mut argv: Vec<String> = args.collect();
+    let commit = match argv.first().map(String::as_str) {
+        Some("--commit") if argv.len() > 2 => Some(PathBuf::from(argv.drain(..2).nth(1).unwrap_or_default())),
+        _ => None,
+    };
+    if argv.is_empty() || argv[0].starts_with('-') {
+        eprintln!("usage: bench-gateway relay [--commit DIR] COMMAND [ARGS...]");
         return ExitCode::from(64);
     }
-    crate::subcommand("relay", relay(&argv))
+    crate::subcommand("relay", relay(&argv, commit))
 }
 
 /// Parses a line, applies `f` to it, and appends it (with its newline) to `out`.
@@ -39,7 +49,11 @@ fn rewrite(line: &[u8], out: &mut Vec<u8>, f: impl FnOnce(&mut Value)) -> Result
     Ok(())
 }
 
-async fn relay(argv: &[String]) -> Result<(), String> {
+async fn relay(argv: &[String], commit: Option<PathBuf>) -> Result<(), String> {
+    let log = match commit {
+        Some(dir) => Some(RefCell::new(crate::commit::Log::open(&dir, crate::commit::ECHO_RECORD_BYTES).await?)),
+        None => None,
+    };
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
         .stdin(Stdio::piped())
@@ -51,8 +65,9 @@ async fn relay(argv: &[String]) -> Result<(), String> {
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err("the child has no pipes".to_owned());
     };
-    // The client's id of each request in flight, by the id given upstream.
-    let ids: RefCell<HashMap<u64, Value>> = RefCell::new(HashMap::new());
+    // The client's id of each request in flight, and whether it is a `tools/call`, by the id
+    // given upstream.
+    let ids: RefCell<HashMap<u64, (Value, bool)>> = RefCell::new(HashMap::new());
 
     let requests = async {
         let mut from = Lines::new(tokio::io::stdin());
@@ -63,11 +78,12 @@ async fn relay(argv: &[String]) -> Result<(), String> {
         while from.read_line().await.is_ok() {
             out.clear();
             rewrite(from.line(), &mut out, |v| {
+                let call = v.get("method").and_then(Value::as_str) == Some("tools/call");
                 if v.get("method").is_some()
                     && let Some(id) = v.get_mut("id")
                 {
                     next += 1;
-                    ids.borrow_mut().insert(next, std::mem::replace(id, Value::from(next)));
+                    ids.borrow_mut().insert(next, (std::mem::replace(id, Value::from(next)), call));
                 }
             })?;
             to.write_all(&out).await.map_err(|e| format!("write upstream: {e}"))?;
@@ -84,14 +100,19 @@ async fn relay(argv: &[String]) -> Result<(), String> {
         let mut out = Vec::with_capacity(4096);
         while from.read_line().await.is_ok() {
             out.clear();
+            let mut call = false;
             rewrite(from.line(), &mut out, |v| {
                 if v.get("method").is_none()
                     && let Some(id) = v.get_mut("id")
-                    && let Some(mine) = id.as_u64().and_then(|n| ids.borrow_mut().remove(&n))
+                    && let Some((mine, was_call)) = id.as_u64().and_then(|n| ids.borrow_mut().remove(&n))
                 {
                     *id = mine;
+                    call = was_call;
                 }
             })?;
+            if let Some(log) = log.as_ref().filter(|_| call) {
+                log.borrow_mut().commit()?;
+            }
             to.write_all(&out).await.map_err(|e| format!("write downstream: {e}"))?;
             if !from.has_line() {
                 to.flush().await.map_err(|e| format!("write downstream: {e}"))?;

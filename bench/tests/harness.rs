@@ -63,6 +63,54 @@ fn the_bare_relay_passes_every_call_through_with_its_id_restored() {
 }
 
 #[test]
+fn the_committing_relays_commit_one_record_per_tool_call() {
+    // bench-gateway's floors with the log on: each relay commits a record for each `tools/call`
+    // before it answers, and passes every call through as the bare relay does. Warm-up calls
+    // are recorded too, so the log holds at least the measured calls; a `tools/list` is not.
+    let (gateway, server) = (env!("CARGO_BIN_EXE_bench-gateway"), env!("CARGO_BIN_EXE_bench-server"));
+    let stored = |dir: &std::path::Path| -> u64 {
+        let c = rusqlite::Connection::open(dir.join("audit.db")).expect("open the relay's log");
+        let n: i64 = c.query_row("SELECT count(*) FROM audit_records", [], |r| r.get(0)).expect("count");
+        u64::try_from(n).unwrap_or(0)
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().to_string_lossy().into_owned();
+    let doc = drive(&["--workloads", "seq,list", "stdio", "--", gateway, "relay", "--commit", &state, server, "stdio"]);
+    let calls = doc["figures"][0]["calls"].as_u64().expect("seq's calls");
+    let records = stored(dir.path());
+    assert!(records >= calls && calls > 0, "{records} records for {calls} calls");
+
+    // Over HTTP, with an upstream of its own on a free loopback port, stopped at the end.
+    struct Upstream(std::process::Child);
+    impl Drop for Upstream {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let _upstream =
+        Upstream(Command::new(server).args(["http", &port.to_string()]).spawn().expect("start the bench server"));
+    let started = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(10), "the bench server did not listen");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().to_string_lossy().into_owned();
+    let port = port.to_string();
+    let doc =
+        drive(&["--workloads", "http1", "http", "--", gateway, "http-relay", &port, "{port}", "--commit", &state]);
+    let calls = doc["figures"][0]["calls"].as_u64().expect("http1's calls");
+    let records = stored(dir.path());
+    assert!(records >= calls && calls > 0, "{records} records for {calls} calls");
+
+    // A bad option is a usage error.
+    let bad = Command::new(gateway).args(["relay", "--commit"]).output();
+    assert_eq!(bad.expect("run").status.code(), Some(64));
+}
+
+#[test]
 fn the_commit_floor_writes_every_record_and_reports_its_latency() {
     // bench-gateway's floor with the log on: N records committed one by one into the log's
     // layout. It checks that all N are stored (or fails), and prints p50 <= p99.
