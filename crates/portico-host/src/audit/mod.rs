@@ -776,4 +776,31 @@ mod tests {
         assert_eq!(report.records, 85);
         log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
     }
+
+    /// One `append_alone` at a time, past the point where the WAL is due for a checkpoint: the
+    /// appends the store cannot take at once go to the writer task as lone calls' records (so
+    /// the store checkpoints on the writer, and starts no round beside the commits), never as
+    /// calls that come together.
+    #[tokio::test(flavor = "current_thread")]
+    async fn lone_appends_the_store_cannot_take_at_once_reach_it_as_lone_calls() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let log = AuditLog::open(&RawAudit::default(), dir.path()).await.unwrap_or_else(|e| panic!("open: {e}"));
+        let mut n = 0;
+        // Some 5 pages a record: the WAL is due after about 400 appends, and due on the writer
+        // after about 1,600. Bounded by count.
+        while log.inner.shared.paced().0 == 0 {
+            assert!(n < 20_000, "no append reached the writer task");
+            log.append_alone(entry(n)).await.unwrap_or_else(|e| panic!("append: {e}"));
+            n += 1;
+        }
+        assert!(n > 100, "the store refused a lone append at once ({n})");
+        assert_eq!(log.inner.shared.paced().1, 0, "lone appends reached the store as calls together");
+        log.append(entry(n)).await.unwrap_or_else(|e| panic!("append: {e}"));
+        log.flush().await.unwrap_or_else(|e| panic!("flush: {e}"));
+        assert_eq!(log.inner.shared.paced().1, 1, "a plain append did not reach the store as calls together");
+        let report = log.verify().await.unwrap_or_else(|e| panic!("verify: {e}"));
+        assert!(report.ok(), "{report}");
+        assert_eq!(report.records, n as u64 + 1);
+        log.close().await.unwrap_or_else(|e| panic!("close: {e}"));
+    }
 }

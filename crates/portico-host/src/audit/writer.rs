@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use super::chain::{Checkpoint, Signer, link, ulid};
 use super::prepare::Prepared;
 use super::spool::Spool;
-use super::store::{Store, StoredRecord};
+use super::store::{Pace, Store, StoredRecord};
 use super::{AuditError, OnFailure};
 
 /// Where to say a record is written (`wait = "written"`).
@@ -62,6 +62,10 @@ pub(crate) struct Shared {
     /// Records an append wrote itself ([`Writer::write_alone`]), counted for tests.
     #[cfg(test)]
     alone: AtomicU64,
+    /// The writer task's writes of calls' records, at [`Pace::Alone`] and at
+    /// [`Pace::Together`], counted for tests.
+    #[cfg(test)]
+    paced: [AtomicU64; 2],
     reason: Mutex<Option<String>>,
     /// Wakes the writer when the store's connection drops, or when an append wrote alone and
     /// a checkpoint has become due.
@@ -80,6 +84,8 @@ impl Shared {
             backlog: AtomicU64::new(0),
             #[cfg(test)]
             alone: AtomicU64::new(0),
+            #[cfg(test)]
+            paced: [AtomicU64::new(0), AtomicU64::new(0)],
             reason: Mutex::new(None),
             wake: Notify::new(),
             head: watch::Sender::new(head),
@@ -105,6 +111,12 @@ impl Shared {
     #[cfg(test)]
     pub fn written_alone(&self) -> u64 {
         self.alone.load(Ordering::Relaxed)
+    }
+
+    /// The writer task's writes of calls' records: at [`Pace::Alone`], and at [`Pace::Together`].
+    #[cfg(test)]
+    pub fn paced(&self) -> (u64, u64) {
+        (self.paced[0].load(Ordering::Relaxed), self.paced[1].load(Ordering::Relaxed))
     }
 
     /// Why the store or the spool failed last.
@@ -248,7 +260,7 @@ impl Writer {
         let record = self.seal(p);
         let checkpoints = self.checkpoints_for(std::slice::from_ref(&record));
         let due_before = self.checkpoint_due();
-        let Some(written) = self.store.write_now(std::slice::from_ref(&record), &checkpoints) else {
+        let Some(written) = self.store.write_now(std::slice::from_ref(&record), &checkpoints, Pace::Alone) else {
             self.sealed.push((record, ack));
             return Alone::Later;
         };
@@ -283,11 +295,15 @@ impl Writer {
             records.push(record);
             acks.push(ack);
         }
+        // The record of an append that tried to write alone, and nothing else: its call is still
+        // the only one.
+        let mut pace = if records.len() == 1 { Pace::Alone } else { Pace::Together };
         for m in msgs {
             match m {
                 Msg::Record(p, ack) => {
                     records.push(self.seal(*p));
                     acks.extend(ack);
+                    pace = Pace::Together;
                 }
                 Msg::Sealed => {}
                 Msg::Flush(tx) => flushes.push(tx),
@@ -295,7 +311,9 @@ impl Writer {
             }
         }
         if !records.is_empty() {
-            self.persist(records).await;
+            #[cfg(test)]
+            self.shared.paced[usize::from(pace == Pace::Together)].fetch_add(1, Ordering::Relaxed);
+            self.persist(records, pace).await;
         }
         if !acks.is_empty() {
             // In the store or the spool file, unless the spool failed too and they are held in
@@ -369,17 +387,18 @@ impl Writer {
         out
     }
 
-    /// Writes records straight to the store; `false` (and the records back) when it failed.
-    async fn write(&mut self, records: Vec<StoredRecord>) -> Result<(), Vec<StoredRecord>> {
+    /// Writes records, of calls that come at `pace`, straight to the store; `false` (and the
+    /// records back) when it failed.
+    async fn write(&mut self, records: Vec<StoredRecord>, pace: Pace) -> Result<(), Vec<StoredRecord>> {
         let checkpoints = self.checkpoints_for(&records);
-        let (records, written) = match self.store.write_now(&records, &checkpoints) {
+        let (records, written) = match self.store.write_now(&records, &checkpoints, pace) {
             Some(written) => {
                 self.wrote_now = true;
                 (records, written)
             }
             None => {
                 let records = Arc::new(records);
-                let written = self.store.write(records.clone(), checkpoints.clone()).await;
+                let written = self.store.write(records.clone(), checkpoints.clone(), pace).await;
                 (Arc::unwrap_or_clone(records), written)
             }
         };
@@ -413,10 +432,10 @@ impl Writer {
         }
     }
 
-    async fn persist(&mut self, records: Vec<StoredRecord>) {
+    async fn persist(&mut self, records: Vec<StoredRecord>, pace: Pace) {
         if self.has_backlog() || !self.shared.store_ok() {
             self.keep_back(records);
-        } else if let Err(records) = self.write(records).await {
+        } else if let Err(records) = self.write(records, pace).await {
             self.keep_back(records);
             self.schedule_retry();
         }
@@ -510,7 +529,7 @@ impl Writer {
             };
             let n = records.len();
             let fresh: Vec<StoredRecord> = records.into_iter().filter(|r| r.seq > self.stored_seq).collect();
-            if !fresh.is_empty() && self.write(fresh).await.is_err() {
+            if !fresh.is_empty() && self.write(fresh, Pace::Together).await.is_err() {
                 return false;
             }
             if let Err(e) = self.spool.consumed(n, pos) {
@@ -521,7 +540,7 @@ impl Writer {
         while !self.held.is_empty() {
             let n = self.held.len().min(self.batch);
             let chunk: Vec<StoredRecord> = self.held.drain(..n).filter(|r| r.seq > self.stored_seq).collect();
-            if let Err(chunk) = self.write(chunk).await {
+            if let Err(chunk) = self.write(chunk, Pace::Together).await {
                 for r in chunk.into_iter().rev() {
                     self.held.push_front(r);
                 }
@@ -541,7 +560,8 @@ impl Writer {
         }
         let prev = self.last_checkpoint.as_ref().map(|c| c.1.clone());
         let cp = self.signer.checkpoint(self.head_seq, self.head_hash, prev.as_deref());
-        match self.store.write(Arc::new(Vec::new()), vec![cp.clone()]).await {
+        // Written while the writer is idle: no calls come together now.
+        match self.store.write(Arc::new(Vec::new()), vec![cp.clone()], Pace::Alone).await {
             Ok(()) => {
                 self.last_checkpoint = Some((cp.seq, cp.signature));
                 self.last_checkpoint_at = Instant::now();

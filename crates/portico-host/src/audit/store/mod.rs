@@ -158,6 +158,17 @@ pub(crate) fn hash32(bytes: &[u8]) -> [u8; 32] {
     bytes.try_into().unwrap_or([0xff; 32])
 }
 
+/// How the calls behind a write come: the store paces its upkeep (SQLite's WAL checkpoints) by
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pace {
+    /// The record of the only call in progress, written as it comes: a pause for upkeep here
+    /// holds that one call, and no other.
+    Alone,
+    /// A batch, or records of calls made at once: a pause holds them all.
+    Together,
+}
+
 /// A store of records and checkpoints.
 pub(crate) trait Store: Send + Sync + 'static {
     /// For messages: the file, or the URL without its password.
@@ -169,12 +180,18 @@ pub(crate) trait Store: Send + Sync + 'static {
         &self,
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
+        pace: Pace,
     ) -> BoxFuture<'_, Result<(), StoreError>>;
     /// Does what [`Store::write`] does, at once on the calling thread, when that is quick and
     /// cannot wait (a few records, the connection free, no checkpoint of the WAL due); `None`
     /// when the records must go through [`Store::write`]. This spares a small batch the trips
     /// to a blocking thread and back, which cost more than its commit.
-    fn write_now(&self, _records: &[StoredRecord], _checkpoints: &[Checkpoint]) -> Option<Result<(), StoreError>> {
+    fn write_now(
+        &self,
+        _records: &[StoredRecord],
+        _checkpoints: &[Checkpoint],
+        _pace: Pace,
+    ) -> Option<Result<(), StoreError>> {
         None
     }
     /// The last record's `seq` and hash.

@@ -12,7 +12,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Config, NoTls, Row};
 
 use super::{
-    Arg, COLUMNS, Lookup, MIGRATIONS, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
+    Arg, COLUMNS, Lookup, MIGRATIONS, Pace, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
 };
 use crate::audit::chain::{Checkpoint, PruneStatement};
 use crate::audit::record::Columns;
@@ -246,6 +246,7 @@ impl Store for PostgresStore {
         &self,
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
+        _pace: Pace,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         Box::pin(async move {
             let e = |e: tokio_postgres::Error| pg_error("writing the activity log", &e);

@@ -2,11 +2,11 @@
 //! one for reading, each used on the blocking pool, except a small batch of records that can be
 //! committed at once ([`Store::write_now`]).
 //!
-//! The WAL is checkpointed on a connection of its own, on the blocking pool, beside the
-//! writer's commits ([`wal`]): the writing connection's WAL hook only counts the WAL's pages
-//! (which turns SQLite's own checkpoint-on-commit off), and [`Store::write`] starts a checkpoint
-//! once they reach [`wal::CHECKPOINT_PAGES`]; a commit made on a runtime thread never
-//! checkpoints.
+//! The WAL is checkpointed by the writer's commits on the blocking pool ([`wal`]): the writing
+//! connection's WAL hook only counts the WAL's pages (which turns SQLite's own
+//! checkpoint-on-commit off), and [`Store::write`] checkpoints once they are due, on a connection
+//! of its own beside the commits while calls come together, on the writer itself while they
+//! come one at a time. A commit made on a runtime thread never checkpoints.
 
 mod wal;
 
@@ -20,7 +20,7 @@ use rusqlite::{
 };
 
 use super::{
-    Arg, COLUMNS, Lookup, MIGRATIONS, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
+    Arg, COLUMNS, Lookup, MIGRATIONS, Pace, Select, Stats, Store, StoreError, StoredRecord, hash32, seq_i64, seq_u64,
 };
 use crate::audit::chain::{Checkpoint, PruneStatement};
 use crate::audit::record::Columns;
@@ -290,19 +290,25 @@ impl Store for SqliteStore {
         &self,
         records: Arc<Vec<StoredRecord>>,
         checkpoints: Vec<Checkpoint>,
+        pace: Pace,
     ) -> BoxFuture<'_, Result<(), StoreError>> {
         let wal = self.wal.clone();
         blocking(&self.write, move |c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             insert(&tx, &records, &checkpoints)?;
             tx.commit()?;
-            wal.after_commit(c);
+            wal.after_commit(c, pace);
             Ok(())
         })
     }
 
-    fn write_now(&self, records: &[StoredRecord], checkpoints: &[Checkpoint]) -> Option<Result<(), StoreError>> {
-        if records.len() > WRITE_NOW_MAX || !self.wal.commit_now_ok() {
+    fn write_now(
+        &self,
+        records: &[StoredRecord],
+        checkpoints: &[Checkpoint],
+        pace: Pace,
+    ) -> Option<Result<(), StoreError>> {
+        if records.len() > WRITE_NOW_MAX || !self.wal.commit_now_ok(pace) {
             return None;
         }
         // In use on the blocking pool (a read of the health check, a prune): that path waits.
