@@ -162,6 +162,66 @@ async fn a_large_message_does_not_keep_its_buffer() {
     drop(bounded(writer).await.expect("writer task"));
 }
 
+/// Records the room each read is offered: what a reader holds while it waits.
+struct Offered<R> {
+    inner: R,
+    last: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Offered<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        self.last.store(buf.remaining(), Ordering::Relaxed);
+        self.most.fetch_max(buf.remaining(), Ordering::Relaxed);
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+/// An idle peer (an upstream between calls) leaves the reader waiting on a small buffer, not
+/// its full read-ahead size; a burst still gets full-size reads, and no byte is lost either way.
+#[tokio::test]
+async fn an_idle_reader_waits_on_a_small_buffer_and_a_burst_reads_at_full_size() {
+    use portico::transport::stdio::DEFAULT_BUFFER_SIZE;
+    let (mut tx, rx) = duplex(1024 * 1024);
+    let (last, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let mut reader = LineReader::new(Offered { inner: rx, last: last.clone(), most: most.clone() });
+    for round in 0..4u32 {
+        // A burst of 300 KB, then nothing: written before the reader reads (even rounds) or
+        // while it waits (odd rounds, so the wait ends on more than its small room takes).
+        let lines: Vec<String> =
+            (0..300).map(|i| format!("{{\"round\":{round},\"i\":{i},\"pad\":\"{}\"}}", "p".repeat(1000))).collect();
+        let burst = lines.join("\n") + "\n";
+        most.store(0, Ordering::Relaxed);
+        let first = if round % 2 == 0 {
+            tx.write_all(burst.as_bytes()).await.expect("write");
+            next(&mut reader).await
+        } else {
+            let write = async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                tx.write_all(burst.as_bytes()).await.expect("write");
+            };
+            tokio::join!(next(&mut reader), write).0
+        };
+        assert_eq!(first.as_deref(), Some(lines[0].as_bytes()), "round {round}");
+        for want in &lines[1..] {
+            assert_eq!(next(&mut reader).await.as_deref(), Some(want.as_bytes()), "round {round}");
+        }
+        assert!(most.load(Ordering::Relaxed) >= DEFAULT_BUFFER_SIZE, "the burst was read in small pieces");
+        // Idle: the next read waits (and is dropped: reads are cancel safe).
+        let idle = tokio::time::timeout(Duration::from_millis(50), reader.read_frame()).await;
+        assert!(idle.is_err(), "nothing was written, yet a frame came");
+        let waiting = last.load(Ordering::Relaxed);
+        assert!(waiting <= 8 * 1024, "an idle reader waits on {waiting} bytes of room");
+        assert!(reader.buffered_capacity() <= 8 * 1024, "an idle reader holds {}", reader.buffered_capacity());
+    }
+    // A line that arrives in pieces while idle is read whole.
+    tx.write_all(b"{\"a\":").await.expect("write");
+    let piece = tokio::time::timeout(Duration::from_millis(50), reader.read_frame()).await;
+    assert!(piece.is_err(), "half a line is not a frame");
+    tx.write_all(b"1}\n").await.expect("write");
+    assert_eq!(next(&mut reader).await.as_deref(), Some(&b"{\"a\":1}"[..]));
+}
+
 #[tokio::test]
 async fn oversized_line_is_skipped_without_buffering_it() {
     const MIB: usize = 1024 * 1024;

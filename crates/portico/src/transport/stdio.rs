@@ -17,6 +17,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes, BytesMut};
+use futures_util::FutureExt;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Transport};
@@ -24,6 +25,10 @@ use super::{DEFAULT_MAX_MESSAGE_SIZE, FrameReader, FrameWriter, ReadError, Trans
 /// How much a [`LineReader`] asks the stream for at a time, and how much a [`LineWriter`]
 /// gathers before writing: 64 KiB.
 pub const DEFAULT_BUFFER_SIZE: usize = 64 * 1024;
+
+/// The room a [`LineReader`] waits on when its stream has nothing to read and no partial line
+/// is buffered: 4 KiB, so that an idle connection does not hold a full read-ahead buffer.
+const WAITING_ROOM: usize = 4 * 1024;
 
 /// Reads newline-delimited messages from a byte stream.
 ///
@@ -121,10 +126,44 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
             if self.eof {
                 return self.finish();
             }
-            self.buf.reserve(self.read_size);
-            if self.reader.read_buf(&mut self.buf).await? == 0 {
+            let got = self.read_more().await?;
+            if got == 0 {
                 self.eof = true;
             }
+        }
+    }
+
+    /// Reads what the stream has into the buffer; the number of bytes read.
+    ///
+    /// The stream is read at once, with the full read-ahead size of room. Only when it has
+    /// nothing yet, with no partial line buffered, does the reader wait, and it waits on a
+    /// buffer of [`WAITING_ROOM`] (letting go of a larger one): the peer may stay quiet for long
+    /// (an idle upstream), and an idle reader then holds 4 KiB rather than 64. The read that
+    /// ends the wait is followed by full-size ones, so a burst is still read at full size.
+    async fn read_more(&mut self) -> std::io::Result<usize> {
+        self.buf.reserve(self.read_size);
+        // Outside the task's budget: a read the budget alone holds back would look like an
+        // empty stream.
+        if let Some(read) = tokio::task::unconstrained(self.reader.read_buf(&mut self.buf)).now_or_never() {
+            return read;
+        }
+        // Nothing to read yet (a pending read has taken nothing, so it is dropped safely).
+        let small = WAITING_ROOM.min(self.read_size);
+        if self.buf.is_empty() && self.buf.capacity() > 2 * small {
+            // Lines already handed out keep the old allocation until they are dropped.
+            self.buf = BytesMut::with_capacity(small);
+        }
+        let room = self.buf.capacity() - self.buf.len();
+        let got = self.reader.read_buf(&mut self.buf).await?;
+        if got < room {
+            return Ok(got);
+        }
+        // The wait ended on more than the small room took: the rest, at full size, at once.
+        self.buf.reserve(self.read_size);
+        match tokio::task::unconstrained(self.reader.read_buf(&mut self.buf)).now_or_never() {
+            Some(Ok(more)) => Ok(got + more),
+            // What was read is kept; an error shows on the next read.
+            Some(Err(_)) | None => Ok(got),
         }
     }
 
