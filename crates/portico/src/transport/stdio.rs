@@ -140,14 +140,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
     /// buffer of [`WAITING_ROOM`] (letting go of a larger one): the peer may stay quiet for long
     /// (an idle upstream), and an idle reader then holds 4 KiB rather than 64. The read that
     /// ends the wait is followed by full-size ones, so a burst is still read at full size.
-    async fn read_more(&mut self) -> std::io::Result<usize> {
+    async fn read_more(&mut self) -> io::Result<usize> {
         self.buf.reserve(self.read_size);
-        // Outside the task's budget: a read the budget alone holds back would look like an
-        // empty stream.
-        if let Some(read) = tokio::task::unconstrained(self.reader.read_buf(&mut self.buf)).now_or_never() {
+        if let Some(read) = self.read_now() {
             return read;
         }
-        // Nothing to read yet (a pending read has taken nothing, so it is dropped safely).
+        // Nothing to read yet.
         let small = WAITING_ROOM.min(self.read_size);
         if self.buf.is_empty() && self.buf.capacity() > 2 * small {
             // Lines already handed out keep the old allocation until they are dropped.
@@ -160,11 +158,18 @@ impl<R: AsyncRead + Unpin + Send + 'static> LineReader<R> {
         }
         // The wait ended on more than the small room took: the rest, at full size, at once.
         self.buf.reserve(self.read_size);
-        match tokio::task::unconstrained(self.reader.read_buf(&mut self.buf)).now_or_never() {
+        match self.read_now() {
             Some(Ok(more)) => Ok(got + more),
             // What was read is kept; an error shows on the next read.
             Some(Err(_)) | None => Ok(got),
         }
+    }
+
+    /// One read into the buffer's room if the stream has something now; `None` if it has
+    /// not (the pending read has taken nothing). Outside the task's budget: a read the budget
+    /// alone holds back would look like an empty stream.
+    fn read_now(&mut self) -> Option<io::Result<usize>> {
+        tokio::task::unconstrained(self.reader.read_buf(&mut self.buf)).now_or_never()
     }
 
     /// At end of stream: the unterminated last line, if any.
