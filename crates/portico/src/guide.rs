@@ -301,6 +301,12 @@
 //!   With 64 connections on the same two cores it did 12–20 % fewer calls per second. A
 //!   stdio server with one client, or a gateway for one agent, is well served by
 //!   `flavor = "current_thread"` or one worker. A server for many clients keeps the default.
+//! - A server whose clients run on its own cores (a load test on one machine, an agent beside
+//!   its tools on a small VM) competes with them for those cores, and a second worker then
+//!   parks and wakes more than it works. On two cores shared with the load driver, `bench-server
+//!   http` with one worker did 13 % (handshake era) and 41 % (stateless) more calls per second
+//!   at 64 connections than with two, medians of 3 rounds, at 3–5 µs less CPU per call
+//!   (`docs/benchmarks.md`, forty-second session).
 //!
 //! # Changing what is offered at runtime
 //!
