@@ -18,10 +18,12 @@
 # stdio: rmcp is served two ways: `stdio` is rmcp's `transport::stdio()` (Tokio's stdin/stdout,
 # what its README and examples use); `stdio-pipes` is its `transport::stdio_pipes()` (non-blocking
 # pipes, as Portico's `stdio()` uses when stdin/stdout are pipes).
-# HTTP: Portico's `bench-server http PORT` (StreamableHttp::serve) against rmcp's
-# StreamableHttpService on axum: `rmcp-bench-server http PORT` (session mode) in the handshake era,
-# `http-stateless PORT` (stateless, JSON responses) in the 2026-07-28 era; `http-echo` (bare hyper)
-# is the ceiling, in the same rounds. `sessions` compares KB of server RSS per idle session (ratio =
+# HTTP: Portico's `bench-server http-threads PORT` (a connection thread per CPU, as the guide
+# recommends for many clients) against rmcp's StreamableHttpService on axum: `rmcp-bench-server
+# http PORT` (session mode) in the handshake era, `http-stateless PORT` (stateless, JSON responses)
+# in the 2026-07-28 era. "Portico, one runtime" is `bench-server http PORT` (StreamableHttp::serve
+# on the multi-threaded runtime alone). `http-echo` (bare hyper) is the ceiling of the one and
+# `http-echo --threads` of the other, in the same rounds. `sessions` compares KB of server RSS per idle session (ratio =
 # rmcp ÷ Portico, how many times less Portico uses).
 # Both are built with the `release-lto` profile (fat LTO, one codegen unit; the same in both
 # workspaces) unless --profile says otherwise. Builds use $CARGO_TARGET_DIR (default target/) for

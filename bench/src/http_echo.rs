@@ -1,4 +1,4 @@
-//! `http-echo PORT`: the HTTP ceiling the HTTP figures are compared with.
+//! `http-echo PORT [--threads]`: the HTTP ceiling the HTTP figures are compared with.
 //!
 //! Bare hyper (HTTP/1.1, keep-alive, `TCP_NODELAY`, a multi-threaded Tokio runtime with the
 //! default worker count, one per CPU the process may run on, like the bench servers) on `127.0.0.1:PORT`: every `POST`, whatever its path, is
@@ -6,6 +6,10 @@
 //! `{"jsonrpc":"2.0","id":ID,"result":{"content":[{"type":"text","text":"ID"}]}}`, where `ID` is
 //! the request's `id` (parsed from the body, borrowed, no tree). It is what an HTTP round trip, a
 //! body read and a JSON parse cost here, with no MCP at all; the driver's `bare` era talks to it.
+//!
+//! With `--threads`, the floor of `bench-server http-threads`: each connection is served on one
+//! of N threads, each running a single-threaded runtime, taken in turn (N = the CPUs the process
+//! may run on), as Portico's connection threads serve them.
 #![allow(clippy::print_stderr)]
 
 use std::convert::Infallible;
@@ -55,12 +59,45 @@ fn status(s: StatusCode) -> Response<Full<Bytes>> {
     r
 }
 
+/// Threads that each run a single-threaded runtime, as Portico's connection threads do.
+fn connection_threads() -> std::io::Result<Vec<tokio::runtime::Handle>> {
+    let n = std::thread::available_parallelism().map_or(1, usize::from);
+    (0..n)
+        .map(|i| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let handle = rt.handle().clone();
+            std::thread::Builder::new()
+                .name(format!("http-echo-{i}"))
+                .spawn(move || rt.block_on(std::future::pending::<()>()))?;
+            Ok(handle)
+        })
+        .collect()
+}
+
+async fn serve(tcp: tokio::net::TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let io = hyper_util::rt::TokioIo::new(tcp);
+    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, hyper::service::service_fn(answer)).await;
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(port) = args.first().and_then(|p| p.parse::<u16>().ok()).filter(|_| args.len() == 1) else {
-        eprintln!("usage: http-echo PORT");
+    let (port, threads) = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        [port] => (port.parse::<u16>().ok(), false),
+        [port, "--threads"] => (port.parse::<u16>().ok(), true),
+        _ => (None, false),
+    };
+    let Some(port) = port else {
+        eprintln!("usage: http-echo PORT [--threads]");
         return ExitCode::from(64);
+    };
+    let threads = match threads.then(connection_threads).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("http-echo: cannot start threads: {e}");
+            return ExitCode::FAILURE;
+        }
     };
     let listener = match tokio::net::TcpListener::bind(("127.0.0.1", port)).await {
         Ok(l) => l,
@@ -69,6 +106,7 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut turn = 0usize;
     loop {
         let (tcp, _) = match listener.accept().await {
             Ok(a) => a,
@@ -77,12 +115,18 @@ async fn main() -> ExitCode {
                 continue;
             }
         };
-        let _ = tcp.set_nodelay(true);
-        tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(tcp);
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, hyper::service::service_fn(answer))
-                .await;
-        });
+        match &threads {
+            None => drop(tokio::spawn(serve(tcp))),
+            // Off this runtime's reactor and onto the thread's.
+            Some(handles) => match tcp.into_std() {
+                Ok(std) => drop(handles[turn % handles.len()].spawn(async move {
+                    if let Ok(tcp) = tokio::net::TcpStream::from_std(std) {
+                        serve(tcp).await;
+                    }
+                })),
+                Err(e) => eprintln!("http-echo: accept: {e}"),
+            },
+        }
+        turn = turn.wrapping_add(1);
     }
 }

@@ -14,6 +14,13 @@
 //! `http://127.0.0.1:PORT/mcp` (`StreamableHttp::serve`: JSON responses, `TCP_NODELAY`, both eras
 //! on one endpoint, the legacy HTTP+SSE paths off).
 //!
+//! `bench-server http-threads PORT` serves it the way the guide recommends for many clients
+//! ("Sizing the runtime"): each connection on one of N connection threads, each running a
+//! single-threaded runtime (`ServeOptions::with_connection_threads`), N being the CPUs the process
+//! may run on (`std::thread::available_parallelism`, which counts `taskset` and a container's
+//! cpuset, as Tokio's default worker count does). The runtime keeps its default worker count;
+//! its workers then only accept.
+//!
 //! Handlers are written once; Portico serves them to handshake-era (`initialize`) and
 //! stateless-era (`_meta` on every request) clients alike.
 #![allow(clippy::print_stderr)]
@@ -37,6 +44,19 @@ fn pipe_transport() -> std::io::Result<
     Ok(portico::transport::stdio::StdioTransport::new(reader, writer))
 }
 
+/// `http-threads`: the same endpoint, each connection on one of a connection thread per CPU.
+async fn serve_on_threads(port: u16) -> std::io::Result<()> {
+    use portico::transport::http::server::{ConnectionThreads, ServeOptions, StreamableHttp};
+    let threads = ConnectionThreads::start(std::thread::available_parallelism().map_or(1, usize::from))?;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let options = ServeOptions::default().with_connection_threads(threads);
+    StreamableHttp::new(server())
+        .without_legacy_sse()
+        .build()
+        .serve_with_options(listener, std::future::pending(), options)
+        .await
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -53,6 +73,13 @@ async fn main() -> ExitCode {
                 return ExitCode::from(64);
             }
         },
+        ["http-threads", port] => match port.parse::<u16>() {
+            Ok(port) => serve_on_threads(port).await.map_err(|e| e.to_string()),
+            Err(_) => {
+                eprintln!("bench-server: not a port: {port}");
+                return ExitCode::from(64);
+            }
+        },
         ["stdio-pipe"] => match pipe_transport() {
             Ok(transport) => server().serve(transport).await.map_err(|e| e.to_string()),
             Err(e) => {
@@ -61,7 +88,9 @@ async fn main() -> ExitCode {
             }
         },
         _ => {
-            eprintln!("usage: bench-server stdio | bench-server stdio-pipe | bench-server http PORT");
+            eprintln!(
+                "usage: bench-server stdio | bench-server stdio-pipe | bench-server http PORT | bench-server http-threads PORT"
+            );
             return ExitCode::from(64);
         }
     };

@@ -177,6 +177,35 @@ fn http_workloads_against_the_bench_server_in_both_eras_and_the_hyper_echo() {
 }
 
 #[test]
+fn http_workloads_against_the_bench_server_and_the_hyper_echo_on_connection_threads() {
+    // `compare.sh`'s Portico rows: each connection on one of a thread per CPU, 64 of them spread
+    // over those threads, every answer verified by the driver.
+    let server = env!("CARGO_BIN_EXE_bench-server");
+    for era in ["handshake", "stateless"] {
+        let doc = drive(&["--sessions", "20", "--era", era, "http", "--", server, "http-threads", "{port}"]);
+        let names: Vec<&str> =
+            doc["figures"].as_array().into_iter().flatten().filter_map(|f| f["workload"].as_str()).collect();
+        // No sessions in the stateless era.
+        let sessions: &[&str] = if era == "handshake" { &["sessions"] } else { &[] };
+        assert_eq!(names, [&["http1", "http16", "http64"][..], sessions].concat(), "{era}");
+        if era == "stateless" {
+            assert_eq!(doc["serverInfo"].as_str().map(|s| s.contains("portico-bench-server")), Some(true), "{doc}");
+        }
+    }
+    drive(&[
+        "--workloads",
+        "http1,http64",
+        "--era",
+        "bare",
+        "http",
+        "--",
+        env!("CARGO_BIN_EXE_http-echo"),
+        "{port}",
+        "--threads",
+    ]);
+}
+
+#[test]
 fn an_http_server_that_answers_wrongly_voids_the_figure() {
     // The hyper echo answers every POST with the request's id: the handshake era needs a session
     // id from initialize, which it never gives, so the figure is void.
