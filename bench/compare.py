@@ -18,6 +18,8 @@ p.add_argument("--transport", default="all", choices=["all", "stdio", "http"])
 p.add_argument("--rounds", type=int, default=1)
 p.add_argument("--pin", action="store_true",
                help="the driver on CPU 0 and the server on CPU 1 (taskset), as a container limited to one core")
+p.add_argument("--threads", action="store_true",
+               help="HTTP: also Portico on a connection thread per CPU, and its hyper echo")
 p.add_argument("driver_args", nargs="*")
 a = p.parse_args()
 B, R = a.bin, a.rbin
@@ -30,19 +32,21 @@ if a.transport in ("all", "stdio"):
         cfgs.append((f"rmcp {m}", a.era, "stdio", [f"{R}/rmcp-bench-server", m], None))
     sections.append((f"stdio, {a.era} era", cfgs))
 if a.transport in ("all", "http"):
-    # Portico serves as the guide recommends for many clients (a connection thread per CPU);
-    # "Portico, one runtime" is the same server on the multi-threaded runtime alone, and each
-    # echo is the floor of one of those two ways of serving.
-    echo = [
-        ("hyper echo", "bare", "http", [f"{B}/http-echo", "{port}"], "http1,http16,http64"),
-        ("hyper echo, threads", "bare", "http", [f"{B}/http-echo", "{port}", "--threads"], "http1,http16,http64"),
-    ]
+    # With --threads, two more rows: the same server with a connection thread per CPU
+    # (`bench-server http-threads`) and that serving's own floor (`http-echo --threads`).
+    echo = [("hyper echo", "bare", "http", [f"{B}/http-echo", "{port}"], "http1,http16,http64")]
+    threads = []
+    if a.threads:
+        echo.append(("hyper echo, threads", "bare", "http", [f"{B}/http-echo", "{port}", "--threads"],
+                     "http1,http16,http64"))
     for era, title, rmcp_mode in [("handshake", "HTTP, handshake era (one session per connection)", "http"),
                                   ("stateless", "HTTP, stateless era (2026-07-28)", "http-stateless")]:
+        if a.threads:
+            threads = [("Portico, threads", era, "http", [f"{B}/bench-server", "http-threads", "{port}"], None)]
         sections.append((title, [
-            ("Portico", era, "http", [f"{B}/bench-server", "http-threads", "{port}"], None),
+            ("Portico", era, "http", [f"{B}/bench-server", "http", "{port}"], None),
             ("rmcp", era, "http", [f"{R}/rmcp-bench-server", rmcp_mode, "{port}"], None),
-            ("Portico, one runtime", era, "http", [f"{B}/bench-server", "http", "{port}"], None),
+            *threads,
             *echo,
         ]))
 
@@ -154,7 +158,7 @@ for si, (title, cfgs) in enumerate(sections):
             print(f"\n{n}: " + "; ".join(notes))
 
 print(f"\nmedian of {a.rounds} interleaved round(s) (min–max in brackets); ratio = Portico calls/s ÷ the other's; "
-      "HTTP: Portico = bench-server http-threads (a connection thread per CPU), one runtime = bench-server http; "
-      "CPU = server user+system time per call; "
+      + ("HTTP threads = a connection thread per CPU (bench-server http-threads, http-echo --threads); " if a.threads else "")
+      + "CPU = server user+system time per call; "
       + ("pinned: driver on CPU 0, server on CPU 1" if a.pin else "unpinned"))
 sys.exit(status)

@@ -11,6 +11,7 @@
 #   bench/compare.sh --rmcp stdio             # stdio: only rmcp's stdio() (default: stdio and stdio-pipes)
 #   bench/compare.sh --pin                    # the driver on CPU 0, each server on CPU 1 (taskset), as in a
 #                                             # container limited to one core; each table is followed by its tails
+#   bench/compare.sh --transport http --threads   # HTTP also on a connection thread per CPU
 #   bench/compare.sh --profile release        # both sides built with plain `--release` (what #18's figures
 #                                             # used, with --pin) instead of release-lto
 #   bench/compare.sh --duration 5 --sessions 2000   # other arguments go to every bench-driver run
@@ -18,12 +19,12 @@
 # stdio: rmcp is served two ways: `stdio` is rmcp's `transport::stdio()` (Tokio's stdin/stdout,
 # what its README and examples use); `stdio-pipes` is its `transport::stdio_pipes()` (non-blocking
 # pipes, as Portico's `stdio()` uses when stdin/stdout are pipes).
-# HTTP: Portico's `bench-server http-threads PORT` (a connection thread per CPU, as the guide
-# recommends for many clients) against rmcp's StreamableHttpService on axum: `rmcp-bench-server
-# http PORT` (session mode) in the handshake era, `http-stateless PORT` (stateless, JSON responses)
-# in the 2026-07-28 era. "Portico, one runtime" is `bench-server http PORT` (StreamableHttp::serve
-# on the multi-threaded runtime alone). `http-echo` (bare hyper) is the ceiling of the one and
-# `http-echo --threads` of the other, in the same rounds. `sessions` compares KB of server RSS per idle session (ratio =
+# HTTP: Portico's `bench-server http PORT` (StreamableHttp::serve) against rmcp's
+# StreamableHttpService on axum: `rmcp-bench-server http PORT` (session mode) in the handshake era,
+# `http-stateless PORT` (stateless, JSON responses) in the 2026-07-28 era; `http-echo` (bare hyper)
+# is the ceiling, in the same rounds. With --threads, also "Portico, threads" (`bench-server
+# http-threads PORT`: each connection on one of a connection thread per CPU) and its ceiling
+# (`http-echo PORT --threads`). `sessions` compares KB of server RSS per idle session (ratio =
 # rmcp ÷ Portico, how many times less Portico uses).
 # Both are built with the `release-lto` profile (fat LTO, one codegen unit; the same in both
 # workspaces) unless --profile says otherwise. Builds use $CARGO_TARGET_DIR (default target/) for
@@ -39,6 +40,7 @@ rmcp_modes=stdio,stdio-pipes
 transport=all
 rounds=1
 pin=()
+threads=()
 profile=release-lto
 has_duration=0
 driver_args=()
@@ -49,6 +51,7 @@ while (($#)); do
         --transport) transport="$2"; shift 2 ;;
         --rounds) rounds="$2"; shift 2 ;;
         --pin) pin=(--pin); shift ;;
+        --threads) threads=(--threads); shift ;;
         --profile) profile="$2"; shift 2 ;;
         --duration) has_duration=1; driver_args+=("$1" "$2"); shift 2 ;;
         *) driver_args+=("$1"); shift ;;
@@ -66,4 +69,4 @@ echo "cores: $(nproc) · cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "== rmcp $rmcp_version · profile $profile · stdio era $era · $rounds round(s) · ${pin:+pinned (driver CPU 0, server CPU 1) · }driver args: ${driver_args[*]}"
 
 exec python3 bench/compare.py --bin "$CARGO_TARGET_DIR/$profile" --rbin "$rmcp_target/$profile" --era "$era" \
-    --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" "${pin[@]}" -- "${driver_args[@]}"
+    --rmcp "$rmcp_modes" --transport "$transport" --rounds "$rounds" "${pin[@]}" "${threads[@]}" -- "${driver_args[@]}"
