@@ -307,6 +307,14 @@
 //!   http` with one worker did 13 % (handshake era) and 41 % (stateless) more calls per second
 //!   at 64 connections than with two, medians of 3 rounds, at 3–5 µs less CPU per call
 //!   (`docs/benchmarks.md`, forty-second session).
+//! - Connection threads (`ServeOptions::with_connection_threads`, a single-threaded runtime per
+//!   thread, each HTTP connection kept on one) pay off when a request makes calls of its own,
+//!   as a gateway's do: the call and its upstream exchange then stay on one CPU. `portico serve
+//!   --http` uses them. For a server that answers from its own handlers they bought nothing on
+//!   the benchmark machine: the same throughput at 64 connections pinned to one core, a spread
+//!   too wide to call unpinned, and about half the calls per second at one connection unpinned,
+//!   where the thread that owns the connection is woken across CPUs more often (`docs/benchmarks.md`,
+//!   forty-third session). Keep the default serving there.
 //!
 //! # Changing what is offered at runtime
 //!

@@ -22,6 +22,10 @@ use tokio::sync::oneshot;
 /// no work is stolen between threads, so a call does not hop between CPUs. A handler that
 /// computes for long holds up its thread's other connections.
 ///
+/// They pay off when requests make calls of their own (a gateway's). A server that answers from
+/// its own handlers measured no better on them, and slower at one connection (the guide's
+/// "Sizing the runtime").
+///
 /// The threads run until the last clone of this value is dropped; what still runs on them then
 /// (tasks the requests spawned) is dropped with their runtimes. Keep it for as long as those
 /// tasks should live, which may be longer than serving.
