@@ -124,7 +124,7 @@ async fn main() -> ExitCode {
                         serve(tcp).await;
                     }
                 })),
-                Err(e) => eprintln!("http-echo: accept: {e}"),
+                Err(e) => eprintln!("http-echo: cannot hand a connection to its thread: {e}"),
             },
         }
         turn = turn.wrapping_add(1);

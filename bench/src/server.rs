@@ -14,12 +14,13 @@
 //! `http://127.0.0.1:PORT/mcp` (`StreamableHttp::serve`: JSON responses, `TCP_NODELAY`, both eras
 //! on one endpoint, the legacy HTTP+SSE paths off).
 //!
-//! `bench-server http-threads PORT` serves it the way the guide recommends for many clients
-//! ("Sizing the runtime"): each connection on one of N connection threads, each running a
-//! single-threaded runtime (`ServeOptions::with_connection_threads`), N being the CPUs the process
-//! may run on (`std::thread::available_parallelism`, which counts `taskset` and a container's
-//! cpuset, as Tokio's default worker count does). The runtime keeps its default worker count;
-//! its workers then only accept.
+//! `bench-server http-threads PORT` serves it as `portico serve --http` serves: each connection on
+//! one of N connection threads, each running a single-threaded runtime
+//! (`ServeOptions::with_connection_threads`), N being the CPUs the process may run on
+//! (`std::thread::available_parallelism`, which counts `taskset` and a container's cpuset, as
+//! Tokio's default worker count does). The runtime keeps its default worker count; its workers
+//! then only accept. `bench/compare.sh --threads` measures it beside `http`; for this server it
+//! bought nothing (the guide's "Sizing the runtime").
 //!
 //! Handlers are written once; Portico serves them to handshake-era (`initialize`) and
 //! stateless-era (`_meta` on every request) clients alike.

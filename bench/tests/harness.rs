@@ -178,8 +178,8 @@ fn http_workloads_against_the_bench_server_in_both_eras_and_the_hyper_echo() {
 
 #[test]
 fn http_workloads_against_the_bench_server_and_the_hyper_echo_on_connection_threads() {
-    // `compare.sh`'s Portico rows: each connection on one of a thread per CPU, 64 of them spread
-    // over those threads, every answer verified by the driver.
+    // `compare.sh --threads`' rows: each connection on one of a thread per CPU, 64 of them
+    // spread over those threads, every answer verified by the driver.
     let server = env!("CARGO_BIN_EXE_bench-server");
     for era in ["handshake", "stateless"] {
         let doc = drive(&["--sessions", "20", "--era", era, "http", "--", server, "http-threads", "{port}"]);
