@@ -34,21 +34,19 @@ if a.transport in ("all", "stdio"):
 if a.transport in ("all", "http"):
     # With --threads, two more rows: the same server with a connection thread per CPU
     # (`bench-server http-threads`) and that serving's own floor (`http-echo --threads`).
-    echo = [("hyper echo", "bare", "http", [f"{B}/http-echo", "{port}"], "http1,http16,http64")]
-    threads = []
-    if a.threads:
-        echo.append(("hyper echo, threads", "bare", "http", [f"{B}/http-echo", "{port}", "--threads"],
-                     "http1,http16,http64"))
+    echo = ("hyper echo", "bare", "http", [f"{B}/http-echo", "{port}"], "http1,http16,http64")
     for era, title, rmcp_mode in [("handshake", "HTTP, handshake era (one session per connection)", "http"),
                                   ("stateless", "HTTP, stateless era (2026-07-28)", "http-stateless")]:
-        if a.threads:
-            threads = [("Portico, threads", era, "http", [f"{B}/bench-server", "http-threads", "{port}"], None)]
-        sections.append((title, [
+        rows = [
             ("Portico", era, "http", [f"{B}/bench-server", "http", "{port}"], None),
             ("rmcp", era, "http", [f"{R}/rmcp-bench-server", rmcp_mode, "{port}"], None),
-            *threads,
-            *echo,
-        ]))
+        ]
+        if a.threads:
+            rows.append(("Portico, threads", era, "http", [f"{B}/bench-server", "http-threads", "{port}"], None))
+        rows.append(echo)
+        if a.threads:
+            rows.append(("hyper echo, threads", "bare", "http", [*echo[3], "--threads"], echo[4]))
+        sections.append((title, rows))
 
 runs = {}  # (section index, name) → [doc per round]
 status = 0

@@ -63,18 +63,12 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let served = match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["stdio"] => server().serve(portico::transport::stdio::stdio()).await.map_err(|e| e.to_string()),
-        ["http", port] => match port.parse::<u16>() {
-            Ok(port) => portico::transport::http::server::StreamableHttp::new(server())
+        [mode @ ("http" | "http-threads"), port] => match port.parse::<u16>() {
+            Ok(port) if mode == "http" => portico::transport::http::server::StreamableHttp::new(server())
                 .without_legacy_sse()
                 .serve(("127.0.0.1", port))
                 .await
                 .map_err(|e| e.to_string()),
-            Err(_) => {
-                eprintln!("bench-server: not a port: {port}");
-                return ExitCode::from(64);
-            }
-        },
-        ["http-threads", port] => match port.parse::<u16>() {
             Ok(port) => serve_on_threads(port).await.map_err(|e| e.to_string()),
             Err(_) => {
                 eprintln!("bench-server: not a port: {port}");
